@@ -1,0 +1,17 @@
+//! The workspace domain. Read `service.rs` for the rules (preconditions, lineage,
+//! quotas, retention, idempotency) and `ports.rs` for what adapters provide.
+
+pub mod error;
+pub mod limits;
+pub mod model;
+pub mod path;
+pub mod ports;
+pub mod scope;
+pub mod service;
+
+pub use error::{Result, WorkspaceError};
+pub use limits::Limits;
+pub use model::{FileMeta, FilePage, StoredFile};
+pub use path::{FilePath, PathPrefix};
+pub use scope::{Identity, Scope, TenantId, WorkspaceId};
+pub use service::{PutRequest, WorkspaceService};

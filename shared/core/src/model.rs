@@ -1,0 +1,171 @@
+//! What the store records: the head of each path, one item per committed version, and
+//! idempotency records. Adapters persist these as they are; the service derives everything
+//! else (etags, lineage, retention) from them.
+
+use crate::path::FilePath;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Milliseconds since the Unix epoch.
+pub type Millis = i64;
+
+/// Where a body lives in the body store: a key plus the store's own version id
+/// (an S3 VersionId on AWS), so a read always gets exactly the committed bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BodyRef {
+    pub key: String,
+    pub version_id: String,
+}
+
+/// The current state of one path. `seq` counts every commit to the path across lineages and
+/// is the key of the newest version item; within one lineage versions and seqs advance
+/// together, so version `n` of the live lineage is item `seq - (version - n)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Head {
+    pub path: String,
+    pub lineage: String,
+    pub version: u64,
+    pub seq: u64,
+    pub etag: String,
+    pub size: u64,
+    pub content_type: String,
+    pub updated_at: Millis,
+    /// A tombstone: the path was deleted; the next write starts a new lineage.
+    pub deleted: bool,
+}
+
+impl Head {
+    pub fn is_live(&self) -> bool {
+        !self.deleted
+    }
+
+    /// Item seq of version `n` of this (live) lineage, if it can exist.
+    pub fn seq_of_version(&self, n: u64) -> Option<u64> {
+        if n == 0 || n > self.version {
+            return None;
+        }
+        self.seq.checked_sub(self.version - n).filter(|s| *s >= 1)
+    }
+
+    pub fn meta(&self) -> FileMeta {
+        FileMeta {
+            path: self.path.clone(),
+            content_type: self.content_type.clone(),
+            version: self.version,
+            etag: self.etag.clone(),
+            size: self.size,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// One committed version (or tombstone) of a path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionRecord {
+    pub seq: u64,
+    pub lineage: String,
+    pub version: u64,
+    pub etag: String,
+    pub size: u64,
+    pub sha256: String,
+    pub content_type: String,
+    /// `None` for a tombstone.
+    pub body: Option<BodyRef>,
+    pub updated_at: Millis,
+    pub principal: String,
+    pub deleted: bool,
+}
+
+/// Everything about a file but its content: what list rows and responses carry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileMeta {
+    pub path: String,
+    pub content_type: String,
+    pub version: u64,
+    pub etag: String,
+    pub size: u64,
+    pub updated_at: Millis,
+}
+
+/// A remembered `Idempotency-Key`: a retry with the same key and the same request gets
+/// `result` back without a second version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdempotencyRecord {
+    pub key: String,
+    pub fingerprint: String,
+    pub result: FileMeta,
+    pub created_at: Millis,
+}
+
+/// A file with its content, as a read or write returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredFile {
+    pub meta: FileMeta,
+    pub content: Vec<u8>,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilePage {
+    pub files: Vec<FileMeta>,
+    /// The last path of this page when more follow.
+    pub next_after: Option<FilePath>,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// An etag: `"<version>-<digest>"`. The digest covers the lineage id, so a path re-created
+/// after a delete never gets an etag an earlier lineage had, even with the same content.
+pub fn make_etag(lineage: &str, version: u64, content_sha256: &str) -> String {
+    let digest = Sha256::digest(format!("{lineage}\n{version}\n{content_sha256}").as_bytes());
+    format!("\"{version}-{}\"", &hex::encode(digest)[..20])
+}
+
+/// RFC 3339 UTC with milliseconds, as every timestamp on the wire is written.
+pub fn format_time(ms: Millis) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let f = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    t.format(&f).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etags_differ_across_lineages_and_versions() {
+        let sha = sha256_hex(b"same");
+        assert_ne!(make_etag("l1", 1, &sha), make_etag("l2", 1, &sha));
+        assert_ne!(make_etag("l1", 1, &sha), make_etag("l1", 2, &sha));
+        assert!(make_etag("l1", 3, &sha).starts_with("\"3-"));
+    }
+
+    #[test]
+    fn version_to_seq() {
+        let h = Head {
+            path: "a".into(),
+            lineage: "l".into(),
+            version: 3,
+            seq: 10,
+            etag: String::new(),
+            size: 0,
+            content_type: String::new(),
+            updated_at: 0,
+            deleted: false,
+        };
+        assert_eq!(h.seq_of_version(3), Some(10));
+        assert_eq!(h.seq_of_version(1), Some(8));
+        assert_eq!(h.seq_of_version(0), None);
+        assert_eq!(h.seq_of_version(4), None);
+    }
+
+    #[test]
+    fn time_format() {
+        assert_eq!(format_time(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+    }
+}

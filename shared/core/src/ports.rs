@@ -1,0 +1,163 @@
+//! The ports: what the domain needs from the outside world. Adapters (in-memory, embedded,
+//! AWS) implement them; one contract suite (`workspace-contract`) holds every adapter to
+//! the same behaviour.
+
+use crate::error::Result;
+use crate::model::{BodyRef, Head, IdempotencyRecord, Millis, VersionRecord};
+use crate::path::{FilePath, PathPrefix};
+use crate::scope::Scope;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// What the head of a path must be for a commit to apply (compare-and-swap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// The path has never been written in this scope.
+    Absent,
+    /// The head is exactly at this seq (live or tombstone).
+    Seq(u64),
+}
+
+/// One atomic change: all of it applies, or none of it does.
+#[derive(Debug, Clone)]
+pub struct Commit {
+    pub scope: Scope,
+    pub path: FilePath,
+    pub expect: Expect,
+    pub head: Head,
+    pub version: VersionRecord,
+    /// +1 when a live file appears, -1 when one is deleted, 0 otherwise.
+    pub live_delta: i64,
+    /// A commit with `live_delta > 0` fails when the scope already holds this many live files.
+    pub max_files: u64,
+    /// Inserted only if no record with this key exists in the scope.
+    pub idempotency: Option<IdempotencyRecord>,
+    /// Version items of this path with a smaller seq are removed in the same commit.
+    pub retain_from_seq: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// Applied. `pruned` are the bodies of removed version items, for the caller to delete.
+    Committed { pruned: Vec<BodyRef> },
+    /// The head was not what `expect` said: someone else committed first. Nothing changed.
+    HeadMoved,
+    /// The scope is at `max_files`. Nothing changed.
+    TooManyFiles,
+    /// The idempotency key is already recorded. Nothing changed.
+    KeyUsed(IdempotencyRecord),
+}
+
+/// Metadata and the commit decision.
+#[async_trait]
+pub trait MetaStore: Send + Sync {
+    /// The head of a path (live or tombstone), read strongly consistently.
+    async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>>;
+    /// One version item by seq, if it is still retained.
+    async fn version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+    ) -> Result<Option<VersionRecord>>;
+    /// Live heads under `prefix`, sorted by path, strictly after `after`, at most `limit`.
+    async fn list_live(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>>;
+    /// A recorded idempotency key.
+    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>>;
+    /// How many live files the scope holds (what `max_files` is checked against).
+    async fn live_count(&self, scope: &Scope) -> Result<u64>;
+    /// Applies a commit atomically under its conditions.
+    async fn commit(&self, commit: Commit) -> Result<CommitOutcome>;
+}
+
+/// File bodies. A put never overwrites: each returns a new `BodyRef`.
+#[async_trait]
+pub trait BodyStore: Send + Sync {
+    async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<BodyRef>;
+    /// `None` when the body is gone (pruned, or never written).
+    async fn get(&self, body: &BodyRef) -> Result<Option<Vec<u8>>>;
+    async fn delete(&self, body: &BodyRef) -> Result<()>;
+}
+
+/// A committed change, as announced on `workspace.updated`. Never carries content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceEvent {
+    pub tenant: String,
+    pub workspace: String,
+    pub path: String,
+    pub version: u64,
+    pub etag: String,
+    pub operation: Operation,
+    pub principal: String,
+    pub time: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Operation {
+    Put,
+    Delete,
+}
+
+/// Where committed changes are announced.
+#[async_trait]
+pub trait EventSink: Send + Sync {
+    async fn publish(&self, event: WorkspaceEvent) -> Result<()>;
+}
+
+pub trait Clock: Send + Sync {
+    fn now_ms(&self) -> Millis;
+}
+
+pub trait IdSource: Send + Sync {
+    /// A fresh, unguessable id (lineage ids, body version ids).
+    fn new_id(&self) -> String;
+}
+
+/// Wall-clock time.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> Millis {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+/// 128 random bits, hex.
+pub struct RandomIds;
+
+impl IdSource for RandomIds {
+    fn new_id(&self) -> String {
+        hex::encode(rand::random::<[u8; 16]>())
+    }
+}
+
+/// An event sink that only logs, for deployments where events come from elsewhere
+/// (on AWS the DynamoDB stream drives the publisher) or are not wanted.
+pub struct LogEvents;
+
+#[async_trait]
+impl EventSink for LogEvents {
+    async fn publish(&self, event: WorkspaceEvent) -> Result<()> {
+        tracing::info!(
+            target: "workspace.updated",
+            tenant = %event.tenant,
+            workspace = %event.workspace,
+            path = %event.path,
+            version = event.version,
+            operation = ?event.operation,
+            "committed"
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,112 @@
+//! Who is asking and which workspace they act on. Tenant and workspace come only from the
+//! authenticated identity; nothing in a request body, query or other header can change them.
+
+use crate::error::{Result, WorkspaceError};
+use std::fmt;
+
+/// Longest tenant or workspace id.
+pub const MAX_ID_LEN: usize = 64;
+
+/// Checks an id: letters, digits, `_` and `-`, starting with a letter or digit. Storage keys
+/// join ids with `/` and `#`, so neither may appear in one (tenant `acme` can never address
+/// `acme-evil` because every key is `<tenant><separator>...`).
+fn check_id(kind: &str, s: &str) -> Result<()> {
+    let ok = !s.is_empty()
+        && s.len() <= MAX_ID_LEN
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(WorkspaceError::validation(format!(
+            "{kind} id must be 1-{MAX_ID_LEN} characters of A-Z a-z 0-9 _ -, starting with a letter or digit"
+        )))
+    }
+}
+
+macro_rules! id_type {
+    ($name:ident, $kind:literal) => {
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(s: &str) -> Result<Self> {
+                check_id($kind, s)?;
+                Ok(Self(s.to_owned()))
+            }
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+id_type!(TenantId, "tenant");
+id_type!(WorkspaceId, "workspace");
+
+/// One tenant's workspace: the unit every file, version and key belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Scope {
+    pub tenant: TenantId,
+    pub workspace: WorkspaceId,
+}
+
+impl Scope {
+    pub fn new(tenant: TenantId, workspace: WorkspaceId) -> Self {
+        Self { tenant, workspace }
+    }
+
+    pub fn parse(tenant: &str, workspace: &str) -> Result<Self> {
+        Ok(Self::new(
+            TenantId::parse(tenant)?,
+            WorkspaceId::parse(workspace)?,
+        ))
+    }
+
+    /// Prefix for every storage key of this scope. Ids cannot contain `/`, so the prefix of
+    /// one scope is never a prefix of another's.
+    pub fn key_prefix(&self) -> String {
+        format!("t/{}/w/{}/", self.tenant, self.workspace)
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.tenant, self.workspace)
+    }
+}
+
+/// The authenticated caller: the scope it acts on and a principal name for audit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub scope: Scope,
+    pub principal: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_refuse_separators_and_oddities() {
+        assert!(TenantId::parse("acme").is_ok());
+        assert!(TenantId::parse("acme-evil_2").is_ok());
+        for bad in ["", "a/b", "a#b", "-a", "a b", "ä", &"a".repeat(65)] {
+            assert!(TenantId::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn key_prefixes_of_sibling_tenants_do_not_nest() {
+        let a = Scope::parse("acme", "w").unwrap().key_prefix();
+        let b = Scope::parse("acme-evil", "w").unwrap().key_prefix();
+        assert!(!b.starts_with(&a) && !a.starts_with(&b));
+    }
+}

@@ -1,0 +1,172 @@
+//! The host.workspace file endpoints: list, get, put, delete.
+
+use crate::envelope::{empty_response, json_response, HttpResponse};
+use crate::request::{file_path, single_header, PathForm, Query};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use bytes::Bytes;
+use http::request::Parts;
+use http::{header, HeaderValue, StatusCode};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use workspace_core::model::format_time;
+use workspace_core::{
+    FileMeta, FilePath, Identity, PathPrefix, PutRequest, Result, StoredFile, WorkspaceError,
+    WorkspaceService,
+};
+
+/// The PUT body. Unknown fields are ignored so newer clients keep working.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PutBody {
+    content: String,
+    content_type: Option<String>,
+}
+
+const TOKEN_TAG: &str = "after:";
+
+fn encode_token(after: &FilePath) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{TOKEN_TAG}{after}"))
+}
+
+fn decode_token(token: &str) -> Result<FilePath> {
+    let bad = || WorkspaceError::validation("nextToken is not one this server issued");
+    let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    let text = String::from_utf8(raw).map_err(|_| bad())?;
+    let path = text.strip_prefix(TOKEN_TAG).ok_or_else(bad)?;
+    FilePath::parse(path).map_err(|_| bad())
+}
+
+fn meta_json(m: &FileMeta) -> Value {
+    json!({
+        "path": m.path,
+        "contentType": m.content_type,
+        "version": m.version,
+        "etag": m.etag,
+        "size": m.size,
+        "updatedAt": format_time(m.updated_at),
+    })
+}
+
+fn file_response(file: &StoredFile) -> Result<HttpResponse> {
+    let mut body = meta_json(&file.meta);
+    // Bodies are written as UTF-8 text only (the PUT body is a JSON string).
+    let content = std::str::from_utf8(&file.content)
+        .map_err(|_| WorkspaceError::internal("stored body is not UTF-8"))?;
+    body["content"] = Value::String(content.to_owned());
+    let mut resp = json_response(StatusCode::OK, &body);
+    let etag = HeaderValue::from_str(&file.meta.etag)
+        .map_err(|_| WorkspaceError::internal("etag is not a header value"))?;
+    resp.headers_mut().insert(header::ETAG, etag);
+    Ok(resp)
+}
+
+pub async fn list(
+    service: &WorkspaceService,
+    who: &Identity,
+    parts: &Parts,
+) -> Result<HttpResponse> {
+    let query = Query::parse(parts)?;
+    let prefix = PathPrefix::parse(query.get("prefix").unwrap_or(""))?;
+    let limit = query
+        .positive("limit")?
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let after = query.get("nextToken").map(decode_token).transpose()?;
+    let page = service
+        .list(&who.scope, &prefix, limit, after.as_ref())
+        .await?;
+    let mut body = json!({ "files": page.files.iter().map(meta_json).collect::<Vec<_>>() });
+    if let Some(after) = &page.next_after {
+        body["nextToken"] = Value::String(encode_token(after));
+    }
+    Ok(json_response(StatusCode::OK, &body))
+}
+
+pub async fn get(
+    service: &WorkspaceService,
+    who: &Identity,
+    parts: &Parts,
+    tail: &str,
+    form: PathForm,
+) -> Result<HttpResponse> {
+    let path = file_path(tail, form)?;
+    let query = Query::parse(parts)?;
+    let version = query.positive("version")?;
+    let file = service.get(&who.scope, &path, version).await?;
+    file_response(&file)
+}
+
+pub async fn put(
+    service: &WorkspaceService,
+    who: &Identity,
+    parts: &Parts,
+    tail: &str,
+    form: PathForm,
+    body: &Bytes,
+) -> Result<HttpResponse> {
+    let path = file_path(tail, form)?;
+    let if_match = single_header(parts, &header::IF_MATCH)?.map(str::to_owned);
+    let if_none_match_any = match single_header(parts, &header::IF_NONE_MATCH)? {
+        None => false,
+        Some("*") => true,
+        Some(_) => {
+            return Err(WorkspaceError::validation(
+                "If-None-Match supports only '*' (create only if the file does not exist)",
+            ))
+        }
+    };
+    let idempotency_key =
+        single_header(parts, &header::HeaderName::from_static("idempotency-key"))?
+            .map(str::to_owned);
+    let parsed: PutBody = serde_json::from_slice(body).map_err(|e| {
+        WorkspaceError::validation(format!(
+            "body must be a JSON object {{\"content\": \"<utf-8 text>\", \"contentType\"?: \"...\"}}: {e}"
+        ))
+    })?;
+    let file = service
+        .put(
+            who,
+            PutRequest {
+                path: Some(path),
+                content: parsed.content.into_bytes(),
+                content_type: parsed.content_type,
+                if_match,
+                if_none_match_any,
+                idempotency_key,
+            },
+        )
+        .await?;
+    file_response(&file)
+}
+
+pub async fn delete(
+    service: &WorkspaceService,
+    who: &Identity,
+    parts: &Parts,
+    tail: &str,
+    form: PathForm,
+) -> Result<HttpResponse> {
+    let path = file_path(tail, form)?;
+    let if_match = single_header(parts, &header::IF_MATCH)?;
+    service.delete(who, &path, if_match).await?;
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip_and_forgeries_fail() {
+        let p = FilePath::parse("a/b.md").unwrap();
+        assert_eq!(decode_token(&encode_token(&p)).unwrap(), p);
+        for forged in [
+            "",
+            "!!",
+            &URL_SAFE_NO_PAD.encode("a/b.md"),
+            &URL_SAFE_NO_PAD.encode("after:../x"),
+        ] {
+            assert!(decode_token(forged).is_err(), "{forged}");
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! Reading what a request carries: the file path (decoded exactly once), query parameters,
+//! precondition headers and the JSON body. Each malformed piece is a 400, never a guess.
+
+use http::request::Parts;
+use http::HeaderName;
+use percent_encoding::percent_decode_str;
+use std::collections::HashMap;
+use workspace_core::{FilePath, Result, WorkspaceError};
+
+/// How the transport hands over the request path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathForm {
+    /// As sent on the wire (the local server): percent-decode the file path once.
+    Encoded,
+    /// Already decoded by the gateway (API Gateway HTTP APIs): use as is. A `%` left in it
+    /// is a literal `%`, which no valid path contains.
+    Decoded,
+}
+
+pub fn file_path(tail: &str, form: PathForm) -> Result<FilePath> {
+    let decoded = match form {
+        PathForm::Encoded => percent_decode_str(tail).decode_utf8().map_err(|_| {
+            WorkspaceError::validation("path is not valid UTF-8 after percent-decoding")
+        })?,
+        PathForm::Decoded => tail.into(),
+    };
+    FilePath::parse(&decoded)
+}
+
+/// Query parameters. A parameter given twice is refused rather than silently picking one;
+/// parameters no route knows are ignored.
+pub struct Query(HashMap<String, String>);
+
+impl Query {
+    pub fn parse(parts: &Parts) -> Result<Self> {
+        let mut map = HashMap::new();
+        if let Some(q) = parts.uri.query() {
+            for (k, v) in form_urlencoded::parse(q.as_bytes()) {
+                if map.insert(k.to_string(), v.to_string()).is_some() {
+                    return Err(WorkspaceError::validation(format!(
+                        "query parameter '{k}' is given more than once"
+                    )));
+                }
+            }
+        }
+        Ok(Self(map))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// A positive integer parameter.
+    pub fn positive(&self, name: &str) -> Result<Option<u64>> {
+        self.get(name)
+            .map(|v| {
+                v.parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    WorkspaceError::validation(format!(
+                        "{name} must be a positive integer, got '{}'",
+                        v.escape_debug()
+                    ))
+                })
+            })
+            .transpose()
+    }
+}
+
+/// A header that may appear at most once, as text.
+pub fn single_header<'a>(parts: &'a Parts, name: &HeaderName) -> Result<Option<&'a str>> {
+    let mut values = parts.headers.get_all(name).iter();
+    let Some(first) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(WorkspaceError::validation(format!(
+            "header {name} must be sent at most once"
+        )));
+    }
+    first
+        .to_str()
+        .map(Some)
+        .map_err(|_| WorkspaceError::validation(format!("header {name} must be printable ASCII")))
+}

@@ -1,0 +1,138 @@
+//! The one route table. Every Lambda function serves the rows that name it, the local server
+//! serves them all, and a test holds this table equal to the routes in template.yaml.
+
+use http::Method;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Route {
+    Health,
+    Discovery,
+    Capabilities,
+    ListFiles,
+    GetFile,
+    PutFile,
+    DeleteFile,
+}
+
+/// One row: method + API Gateway path pattern → route, and the function that serves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteSpec {
+    pub method: Method,
+    /// In API Gateway syntax; a trailing `{path+}` is greedy.
+    pub pattern: &'static str,
+    pub route: Route,
+    /// The package under `functions/` (and the SAM function) that serves this row.
+    pub function: &'static str,
+}
+
+const FILES: &str = "/v1/host/workspace/files";
+const FILE: &str = "/v1/host/workspace/files/{path+}";
+
+pub const ROUTES: &[RouteSpec] = &[
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/health",
+        route: Route::Health,
+        function: "get",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/.well-known/openwop",
+        route: Route::Discovery,
+        function: "get",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/v1/host/capabilities",
+        route: Route::Capabilities,
+        function: "get",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: FILES,
+        route: Route::ListFiles,
+        function: "list",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: FILE,
+        route: Route::GetFile,
+        function: "get",
+    },
+    RouteSpec {
+        method: Method::PUT,
+        pattern: FILE,
+        route: Route::PutFile,
+        function: "put",
+    },
+    RouteSpec {
+        method: Method::DELETE,
+        pattern: FILE,
+        route: Route::DeleteFile,
+        function: "delete",
+    },
+];
+
+/// The outcome of matching a request path against the table.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Matched<'a> {
+    /// A row matched; `tail` is what the greedy `{path+}` captured (still as received).
+    Route {
+        spec: &'static RouteSpec,
+        tail: Option<&'a str>,
+    },
+    /// The path exists but not with this method.
+    MethodNotAllowed {
+        allowed: Vec<Method>,
+    },
+    NotFound,
+}
+
+fn match_pattern<'a>(pattern: &str, path: &'a str) -> Option<Option<&'a str>> {
+    match pattern.strip_suffix("{path+}") {
+        // An empty tail still matches, so `/files/` gets the path rule's 400, not a 404.
+        Some(prefix) => path.strip_prefix(prefix).map(Some),
+        None => (pattern == path).then_some(None),
+    }
+}
+
+pub fn match_route<'a>(method: &Method, path: &'a str) -> Matched<'a> {
+    let mut allowed = Vec::new();
+    for spec in ROUTES {
+        if let Some(tail) = match_pattern(spec.pattern, path) {
+            if spec.method == *method {
+                return Matched::Route { spec, tail };
+            }
+            allowed.push(spec.method.clone());
+        }
+    }
+    if allowed.is_empty() {
+        Matched::NotFound
+    } else {
+        Matched::MethodNotAllowed { allowed }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn greedy_tail_and_exact_rows() {
+        let m = match_route(&Method::GET, "/v1/host/workspace/files/a/b.md");
+        assert!(
+            matches!(m, Matched::Route { spec, tail: Some("a/b.md") } if spec.route == Route::GetFile)
+        );
+        let m = match_route(&Method::GET, "/v1/host/workspace/files");
+        assert!(matches!(m, Matched::Route { spec, tail: None } if spec.route == Route::ListFiles));
+        assert!(matches!(
+            match_route(&Method::GET, "/v1/host/workspace/files/"),
+            Matched::Route { tail: Some(""), .. }
+        ));
+        assert_eq!(match_route(&Method::GET, "/nope"), Matched::NotFound);
+        assert!(matches!(
+            match_route(&Method::POST, "/v1/host/workspace/files/a"),
+            Matched::MethodNotAllowed { .. }
+        ));
+    }
+}

@@ -1,0 +1,185 @@
+//! In-memory adapter: one mutex around plain maps. The mutex makes every commit atomic, which
+//! is all the conditional-commit contract asks. For tests; nothing survives the process.
+
+use async_trait::async_trait;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use workspace_core::model::{BodyRef, Head, IdempotencyRecord, VersionRecord};
+use workspace_core::ports::{BodyStore, Commit, CommitOutcome, Expect, MetaStore};
+use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
+
+#[derive(Default)]
+struct ScopeState {
+    heads: BTreeMap<String, Head>,
+    versions: BTreeMap<(String, u64), VersionRecord>,
+    idempotency: HashMap<String, IdempotencyRecord>,
+    live: u64,
+}
+
+/// Metadata and commits in memory.
+#[derive(Default, Clone)]
+pub struct MemoryMeta {
+    scopes: Arc<Mutex<HashMap<Scope, ScopeState>>>,
+}
+
+impl MemoryMeta {
+    fn lock(&self) -> Result<MutexGuard<'_, HashMap<Scope, ScopeState>>> {
+        self.scopes
+            .lock()
+            .map_err(|_| WorkspaceError::internal("memory store lock poisoned"))
+    }
+}
+
+#[async_trait]
+impl MetaStore for MemoryMeta {
+    async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
+        Ok(self
+            .lock()?
+            .get(scope)
+            .and_then(|s| s.heads.get(path.as_str()).cloned()))
+    }
+
+    async fn version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+    ) -> Result<Option<VersionRecord>> {
+        Ok(self
+            .lock()?
+            .get(scope)
+            .and_then(|s| s.versions.get(&(path.to_string(), seq)).cloned()))
+    }
+
+    async fn list_live(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>> {
+        let guard = self.lock()?;
+        let Some(state) = guard.get(scope) else {
+            return Ok(Vec::new());
+        };
+        Ok(state
+            .heads
+            .range(prefix.as_str().to_owned()..)
+            .take_while(|(p, _)| p.starts_with(prefix.as_str()))
+            .filter(|(p, h)| h.is_live() && after.is_none_or(|a| p.as_str() > a.as_str()))
+            .take(limit)
+            .map(|(_, h)| h.clone())
+            .collect())
+    }
+
+    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
+        Ok(self
+            .lock()?
+            .get(scope)
+            .and_then(|s| s.idempotency.get(key).cloned()))
+    }
+
+    async fn live_count(&self, scope: &Scope) -> Result<u64> {
+        Ok(self.lock()?.get(scope).map_or(0, |s| s.live))
+    }
+
+    async fn commit(&self, c: Commit) -> Result<CommitOutcome> {
+        let mut guard = self.lock()?;
+        let state = guard.entry(c.scope.clone()).or_default();
+        let path = c.path.to_string();
+        let current = state.heads.get(&path).map(|h| h.seq);
+        let expected = match c.expect {
+            Expect::Absent => None,
+            Expect::Seq(s) => Some(s),
+        };
+        if current != expected {
+            return Ok(CommitOutcome::HeadMoved);
+        }
+        if let Some(rec) = c
+            .idempotency
+            .as_ref()
+            .and_then(|i| state.idempotency.get(&i.key))
+        {
+            return Ok(CommitOutcome::KeyUsed(rec.clone()));
+        }
+        if c.live_delta > 0 && state.live >= c.max_files {
+            return Ok(CommitOutcome::TooManyFiles);
+        }
+        state.live = state.live.saturating_add_signed(c.live_delta);
+        let stale: Vec<(String, u64)> = state
+            .versions
+            .range((path.clone(), 0)..(path.clone(), c.retain_from_seq))
+            .map(|(k, _)| k.clone())
+            .collect();
+        let pruned = stale
+            .iter()
+            .filter_map(|k| state.versions.remove(k).and_then(|v| v.body))
+            .collect();
+        state
+            .versions
+            .insert((path.clone(), c.version.seq), c.version);
+        state.heads.insert(path, c.head);
+        if let Some(rec) = c.idempotency {
+            state.idempotency.insert(rec.key.clone(), rec);
+        }
+        Ok(CommitOutcome::Committed { pruned })
+    }
+}
+
+/// Bodies in memory, keyed by (key, version id).
+#[derive(Default, Clone)]
+pub struct MemoryBodies {
+    bodies: Arc<Mutex<HashMap<(String, String), Vec<u8>>>>,
+    next: Arc<Mutex<u64>>,
+}
+
+impl MemoryBodies {
+    /// How many bodies are held (committed or orphaned), for tests that check clean-up.
+    pub fn len(&self) -> usize {
+        self.bodies.lock().map_or(0, |b| b.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn poisoned<T>(_: T) -> WorkspaceError {
+    WorkspaceError::internal("memory body store lock poisoned")
+}
+
+#[async_trait]
+impl BodyStore for MemoryBodies {
+    async fn put(&self, key: &str, bytes: Vec<u8>, _content_type: &str) -> Result<BodyRef> {
+        let version_id = {
+            let mut n = self.next.lock().map_err(poisoned)?;
+            *n += 1;
+            n.to_string()
+        };
+        self.bodies
+            .lock()
+            .map_err(poisoned)?
+            .insert((key.to_owned(), version_id.clone()), bytes);
+        Ok(BodyRef {
+            key: key.to_owned(),
+            version_id,
+        })
+    }
+
+    async fn get(&self, body: &BodyRef) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .bodies
+            .lock()
+            .map_err(poisoned)?
+            .get(&(body.key.clone(), body.version_id.clone()))
+            .cloned())
+    }
+
+    async fn delete(&self, body: &BodyRef) -> Result<()> {
+        self.bodies
+            .lock()
+            .map_err(poisoned)?
+            .remove(&(body.key.clone(), body.version_id.clone()));
+        Ok(())
+    }
+}
