@@ -1,0 +1,219 @@
+//! The harness: an adapter pair behind the real HTTP router, with three callers
+//! (`acme/main`, the sibling tenant `acme-evil/main`, and `acme/other`) and small limits so
+//! quotas are cheap to reach.
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use serde_json::Value;
+use std::any::Any;
+use std::sync::Arc;
+use workspace_core::ports::{BodyStore, LogEvents, MetaStore, RandomIds, SystemClock};
+use workspace_core::{Limits, Scope, WorkspaceService};
+use workspace_http::auth::ApiKeys;
+use workspace_http::{App, PathForm};
+
+pub const KEY_A: &str = "key-acme-main-0123456789";
+pub const KEY_EVIL: &str = "key-acme-evil-0123456789";
+pub const KEY_OTHER: &str = "key-acme-other-012345678";
+
+pub const LIMITS: Limits = Limits {
+    max_file_bytes: 1024,
+    max_files: 5,
+    max_versions: 3,
+    max_upload_bytes: 4096,
+};
+
+/// What an adapter under test provides. `guard` keeps resources (a temp dir) alive.
+pub struct Backend {
+    pub meta: Arc<dyn MetaStore>,
+    pub bodies: Arc<dyn BodyStore>,
+    pub guard: Box<dyn Any + Send + Sync>,
+}
+
+pub struct Harness {
+    pub app: Arc<App>,
+    pub meta: Arc<dyn MetaStore>,
+    _guard: Box<dyn Any + Send + Sync>,
+}
+
+/// A response, decoded.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "response is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    /// Asserts the error envelope: exactly `error`, `message` and optionally `details`.
+    pub fn assert_error(&self, status: u16, code: &str) -> Value {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "expected {status} {code}, got {} {}",
+            self.status,
+            String::from_utf8_lossy(&self.body)
+        );
+        let v = self.json();
+        let obj = v.as_object().expect("envelope is an object");
+        assert_eq!(obj.get("error").and_then(Value::as_str), Some(code), "{v}");
+        let msg = obj.get("message").and_then(Value::as_str).unwrap_or("");
+        assert!(!msg.is_empty(), "envelope message is empty: {v}");
+        for k in obj.keys() {
+            assert!(
+                ["error", "message", "details"].contains(&k.as_str()),
+                "extra key {k}: {v}"
+            );
+        }
+        assert_eq!(
+            self.headers
+                .get("content-type")
+                .map(|h| h.to_str().unwrap_or("")),
+            Some("application/json")
+        );
+        v
+    }
+
+    pub fn assert_ok(&self) -> Value {
+        assert!(
+            self.status.is_success(),
+            "expected success, got {} {}",
+            self.status,
+            String::from_utf8_lossy(&self.body)
+        );
+        self.json()
+    }
+}
+
+/// A request under construction.
+pub struct Call<'a> {
+    h: &'a Harness,
+    builder: http::request::Builder,
+    body: Bytes,
+}
+
+impl Call<'_> {
+    pub fn header(mut self, name: &str, value: impl AsRef<[u8]>) -> Self {
+        self.builder = self.builder.header(name, value.as_ref());
+        self
+    }
+
+    pub fn body(mut self, body: impl Into<Bytes>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    pub fn json(self, v: &Value) -> Self {
+        let b = v.to_string();
+        self.header("content-type", "application/json").body(b)
+    }
+
+    pub async fn send(self) -> Reply {
+        let req = self.builder.body(self.body).expect("valid test request");
+        let resp = self.h.app.handle(req, PathForm::Encoded).await;
+        let (parts, body) = resp.into_parts();
+        Reply {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }
+    }
+}
+
+impl Harness {
+    pub async fn new(backend: Backend) -> Self {
+        Self::with_limits(backend, LIMITS).await
+    }
+
+    pub async fn with_limits(backend: Backend, limits: Limits) -> Self {
+        let mut keys = ApiKeys::default();
+        keys.add(KEY_A, scope("acme", "main"), "alice".into());
+        keys.add(KEY_EVIL, scope("acme-evil", "main"), "mallory".into());
+        keys.add(KEY_OTHER, scope("acme", "other"), "olga".into());
+        let service = WorkspaceService::new(
+            backend.meta.clone(),
+            backend.bodies,
+            Arc::new(LogEvents),
+            Arc::new(SystemClock),
+            Arc::new(RandomIds),
+            limits,
+        );
+        Self {
+            app: Arc::new(App::new(service, Arc::new(keys))),
+            meta: backend.meta,
+            _guard: backend.guard,
+        }
+    }
+
+    /// A request with `key` as the bearer credential (no credential when `None`).
+    pub fn call(&self, method: Method, uri: &str, key: Option<&str>) -> Call<'_> {
+        let mut builder = Request::builder().method(method).uri(uri);
+        if let Some(k) = key {
+            builder = builder.header("authorization", format!("Bearer {k}"));
+        }
+        Call {
+            h: self,
+            builder,
+            body: Bytes::new(),
+        }
+    }
+
+    pub async fn put(&self, key: &str, path: &str, content: &str) -> Reply {
+        self.call(Method::PUT, &file_uri(path), Some(key))
+            .json(&serde_json::json!({ "content": content }))
+            .send()
+            .await
+    }
+
+    pub async fn get(&self, key: &str, path: &str) -> Reply {
+        self.call(Method::GET, &file_uri(path), Some(key))
+            .send()
+            .await
+    }
+
+    pub async fn delete(&self, key: &str, path: &str) -> Reply {
+        self.call(Method::DELETE, &file_uri(path), Some(key))
+            .send()
+            .await
+    }
+
+    /// Everything a caller can observe: every live file with version, etag and content,
+    /// plus the live-file count. Used to prove a refused request changed nothing.
+    pub async fn state(&self, key: &str) -> Vec<(String, u64, String, String)> {
+        let list = self
+            .call(Method::GET, "/v1/host/workspace/files", Some(key))
+            .send()
+            .await
+            .assert_ok();
+        let mut out = Vec::new();
+        for row in list["files"].as_array().cloned().unwrap_or_default() {
+            let path = row["path"].as_str().unwrap_or_default().to_owned();
+            let file = self.get(key, &path).await.assert_ok();
+            out.push((
+                path,
+                file["version"].as_u64().unwrap_or_default(),
+                file["etag"].as_str().unwrap_or_default().to_owned(),
+                file["content"].as_str().unwrap_or_default().to_owned(),
+            ));
+        }
+        out
+    }
+}
+
+pub fn scope(t: &str, w: &str) -> Scope {
+    Scope::parse(t, w).expect("valid test scope")
+}
+
+/// The file URI with the path sent raw (slashes unencoded).
+pub fn file_uri(path: &str) -> String {
+    format!("/v1/host/workspace/files/{path}")
+}

@@ -1,0 +1,339 @@
+//! Contract cases for the protocol around the files: identity, the envelope, discovery,
+//! path encodings, and the bad-input list of DESIGN.md (each a 400 that changes nothing).
+
+use crate::harness::{file_uri, Harness, KEY_A, LIMITS};
+use http::Method;
+use serde_json::{json, Value};
+
+pub async fn requests_without_a_known_key_are_401(h: Harness) {
+    h.put(KEY_A, "a.md", "x").await.assert_ok();
+    for key in [None, Some("not-a-key-0123456789"), Some("")] {
+        for (method, uri) in [
+            (Method::GET, "/v1/host/workspace/files".to_owned()),
+            (Method::GET, file_uri("a.md")),
+            (Method::PUT, file_uri("a.md")),
+            (Method::DELETE, file_uri("a.md")),
+        ] {
+            let r = h
+                .call(method, &uri, key)
+                .json(&json!({"content": "overwritten"}))
+                .send()
+                .await;
+            r.assert_error(401, "unauthenticated");
+            assert_eq!(r.headers["www-authenticate"], "Bearer");
+        }
+    }
+    for scheme in ["Basic a2V5", "Bearer", "bearer  ", KEY_A] {
+        h.call(Method::GET, "/v1/host/workspace/files", None)
+            .header("authorization", scheme)
+            .send()
+            .await
+            .assert_error(401, "unauthenticated");
+    }
+    assert_eq!(h.get(KEY_A, "a.md").await.assert_ok()["content"], "x");
+}
+
+pub async fn discovery_advertises_families_at_root_and_under_capabilities(h: Harness) {
+    for uri in ["/.well-known/openwop", "/v1/host/capabilities"] {
+        let doc = h.call(Method::GET, uri, None).send().await.assert_ok();
+        for fam in ["workspace", "blobStorage", "cache"] {
+            assert!(doc[fam].is_object(), "{fam} at root: {doc}");
+            assert_eq!(
+                doc[fam], doc["capabilities"][fam],
+                "{fam} same under capabilities"
+            );
+        }
+        let ws = &doc["workspace"];
+        assert_eq!(ws["supported"], true);
+        assert_eq!(ws["versioned"], true);
+        assert_eq!(ws["maxFileBytes"], LIMITS.max_file_bytes);
+        assert_eq!(ws["maxFiles"], LIMITS.max_files);
+        assert_eq!(ws["maxVersions"], LIMITS.max_versions);
+        assert_eq!(ws["maxUploadBytes"], LIMITS.max_upload_bytes);
+        for (fam, keys) in [
+            (
+                "workspace",
+                &["maxFileBytes", "maxFiles", "maxVersions", "maxUploadBytes"][..],
+            ),
+            ("blobStorage", &["maxObjectBytes", "maxPresignSeconds"][..]),
+            ("cache", &["maxValueBytes", "maxTtlSeconds"][..]),
+        ] {
+            for k in keys {
+                assert!(
+                    doc[fam][k].as_u64().is_some_and(|n| n >= 1),
+                    "{fam}.{k}: {doc}"
+                );
+            }
+        }
+    }
+    let health = h
+        .call(Method::GET, "/health", None)
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(health["status"], "ok");
+}
+
+pub async fn unknown_routes_and_methods_get_the_envelope(h: Harness) {
+    h.call(Method::GET, "/v1/nope", Some(KEY_A))
+        .send()
+        .await
+        .assert_error(404, "not_found");
+    let r = h
+        .call(Method::POST, &file_uri("a.md"), Some(KEY_A))
+        .send()
+        .await;
+    r.assert_error(405, "method_not_allowed");
+    assert!(r.headers["allow"].to_str().unwrap().contains("PUT"));
+}
+
+pub async fn encoded_and_raw_slashes_name_the_same_file(h: Harness) {
+    h.call(
+        Method::PUT,
+        "/v1/host/workspace/files/behavior%2FCRUD.md",
+        Some(KEY_A),
+    )
+    .json(&json!({"content": "encoded"}))
+    .send()
+    .await
+    .assert_ok();
+    let raw = h.get(KEY_A, "behavior/CRUD.md").await.assert_ok();
+    assert_eq!(
+        (raw["path"].as_str(), raw["content"].as_str()),
+        (Some("behavior/CRUD.md"), Some("encoded"))
+    );
+    let v2 = h.put(KEY_A, "behavior/CRUD.md", "raw").await.assert_ok();
+    assert_eq!(v2["version"], 2);
+    let enc = h
+        .call(
+            Method::GET,
+            "/v1/host/workspace/files/behavior%2fCRUD.md",
+            Some(KEY_A),
+        )
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(enc["content"], "raw");
+    let list = h
+        .call(Method::GET, "/v1/host/workspace/files", Some(KEY_A))
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(list["files"].as_array().unwrap().len(), 1);
+}
+
+/// Paths as they appear in the request URI, each of which must be refused with 400.
+pub fn bad_uri_paths() -> Vec<String> {
+    let mut v: Vec<String> = [
+        "..%2Fx",
+        "../x",
+        "a/../b",
+        "a%2F..%2Fb",
+        "a/%2e%2e/b",
+        "a/%2E%2E/b",
+        "a/./b",
+        "a/%2e/b",
+        "%2Fabs",
+        "/abs",
+        "a//b",
+        "a%2F%2Fb",
+        "a/",
+        "a%2F",
+        "",
+        ".",
+        "..",
+        ".hidden",
+        "a%00b",
+        "%00",
+        "a%01b",
+        "a%0Ab",
+        "a%7Fb",
+        "a%20b",
+        "%c0%ae%c0%ae/x",
+        "%c0%af",
+        "a%e0%80%afb",
+        "%ef%bc%8e%ef%bc%8e/x",
+        "a%ef%bc%8fb",
+        "a%e2%88%95b",
+        "e%cc%81",
+        "%c3%a9",
+        "a%5Cb",
+        "a%5C..%5Cb",
+        "%252e%252e/x",
+        "a%252Fb",
+        "a%ff",
+        "a%",
+        "a%zz",
+        "a*b",
+        "a%3Fb",
+        "a%23b",
+        "a:b",
+        "-lead",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.push("a".repeat(257));
+    v.push(format!("{}/b", "a".repeat(255)));
+    v
+}
+
+pub async fn bad_paths_are_400_and_change_nothing(h: Harness) {
+    h.put(KEY_A, "a/b", "keep").await.assert_ok();
+    h.put(KEY_A, "x", "keep").await.assert_ok();
+    let longest = "a".repeat(256);
+    h.put(KEY_A, &longest, "at the limit").await.assert_ok();
+    let before = h.state(KEY_A).await;
+    for p in bad_uri_paths() {
+        let uri = format!("/v1/host/workspace/files/{p}");
+        for method in [Method::PUT, Method::GET, Method::DELETE] {
+            let r = h
+                .call(method.clone(), &uri, Some(KEY_A))
+                .json(&json!({"content": "overwritten"}))
+                .send()
+                .await;
+            assert_eq!(
+                r.status,
+                400,
+                "{method} {uri:?} gave {} {}",
+                r.status,
+                String::from_utf8_lossy(&r.body)
+            );
+            r.assert_error(400, "validation_error");
+        }
+    }
+    assert_eq!(h.state(KEY_A).await, before);
+}
+
+pub async fn bad_bodies_and_headers_are_400_and_change_nothing(h: Harness) {
+    h.put(KEY_A, "f.md", "keep").await.assert_ok();
+    let before = h.state(KEY_A).await;
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let bodies: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"{".to_vec(),
+        b"not json".to_vec(),
+        b"[]".to_vec(),
+        b"null".to_vec(),
+        b"{}".to_vec(),
+        br#"{"content": 5}"#.to_vec(),
+        br#"{"content": null}"#.to_vec(),
+        br#"{"content": "x", "contentType": 7}"#.to_vec(),
+        br#"{"content": "x", "contentType": "no-slash"}"#.to_vec(),
+        br#"{"content": "x", "contentType": "text/plain\u0000"}"#.to_vec(),
+        b"{\"content\": \"\xff\xfe\"}".to_vec(),
+        b"\xff\xfe\xfd".to_vec(),
+        br#"{"content": "\ud800"}"#.to_vec(),
+        deep.into_bytes(),
+        format!(
+            r#"{{"content": {{"a": {}1{}}}}}"#,
+            "[".repeat(5000),
+            "]".repeat(5000)
+        )
+        .into_bytes(),
+    ];
+    for b in bodies {
+        let r = h
+            .call(Method::PUT, &file_uri("f.md"), Some(KEY_A))
+            .header("content-type", "application/json")
+            .body(b.clone())
+            .send()
+            .await;
+        assert_eq!(
+            r.status,
+            400,
+            "body {:?}",
+            String::from_utf8_lossy(&b[..b.len().min(60)])
+        );
+        r.assert_error(400, "validation_error");
+    }
+    let long = "x".repeat(256);
+    let at_limit = "y".repeat(255);
+    let headers: Vec<(&str, Vec<u8>)> = vec![
+        ("if-match", long.clone().into_bytes()),
+        ("idempotency-key", long.into_bytes()),
+        ("idempotency-key", "caf\u{e9}".as_bytes().to_vec()),
+        ("if-match", b"\"1-\xff\"".to_vec()),
+        ("if-none-match", b"\"1-abc\"".to_vec()),
+    ];
+    for (name, value) in headers {
+        let r = h
+            .call(Method::PUT, &file_uri("f.md"), Some(KEY_A))
+            .header(name, &value)
+            .json(&json!({"content": "overwritten"}))
+            .send()
+            .await;
+        r.assert_error(400, "validation_error");
+    }
+    // Duplicate precondition headers are ambiguous: refused.
+    h.call(Method::PUT, &file_uri("f.md"), Some(KEY_A))
+        .header("if-match", "\"a\"")
+        .header("if-match", "\"b\"")
+        .json(&json!({"content": "overwritten"}))
+        .send()
+        .await
+        .assert_error(400, "validation_error");
+    assert_eq!(h.state(KEY_A).await, before);
+    // At the limit is fine (and here simply does not match).
+    h.call(Method::PUT, &file_uri("f.md"), Some(KEY_A))
+        .header("if-match", &at_limit)
+        .json(&json!({"content": "overwritten"}))
+        .send()
+        .await
+        .assert_error(409, "workspace_conflict");
+    let ok = h
+        .call(Method::PUT, &file_uri("f.md"), Some(KEY_A))
+        .header("idempotency-key", &at_limit)
+        .json(&json!({"content": "new", "unknownField": true}))
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(ok["version"], 2);
+}
+
+pub async fn error_envelope_is_flat_everywhere(h: Harness) {
+    // One of each code this issue defines, checked for shape by `assert_error`.
+    let cases: Vec<(u16, &str, Value)> = vec![
+        (
+            400,
+            "validation_error",
+            h.get(KEY_A, "a//b")
+                .await
+                .assert_error(400, "validation_error"),
+        ),
+        (
+            401,
+            "unauthenticated",
+            h.call(Method::GET, "/v1/host/workspace/files", None)
+                .send()
+                .await
+                .assert_error(401, "unauthenticated"),
+        ),
+        (
+            404,
+            "not_found",
+            h.get(KEY_A, "missing").await.assert_error(404, "not_found"),
+        ),
+        (
+            413,
+            "workspace_too_large",
+            h.put(
+                KEY_A,
+                "big",
+                &"a".repeat(LIMITS.max_file_bytes as usize + 1),
+            )
+            .await
+            .assert_error(413, "workspace_too_large"),
+        ),
+    ];
+    for (_, code, v) in cases {
+        assert!(
+            v["error"].is_string() && v["message"].is_string(),
+            "{code}: {v}"
+        );
+        assert!(
+            v.get("code").is_none() && !v["error"].is_object(),
+            "flat envelope: {v}"
+        );
+    }
+}

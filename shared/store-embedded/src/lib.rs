@@ -1,0 +1,303 @@
+//! Embedded adapter: metadata, commits and bodies in one redb database file.
+//!
+//! redb gives ACID write transactions with one writer at a time and fsync on commit
+//! (`Durability::Immediate`, its default), so a commit's compare-and-swap, file-count check,
+//! idempotency insert and retention pruning are one atomic step, and an acknowledged write
+//! survives a killed process. redb calls are blocking; each runs on tokio's blocking pool.
+//!
+//! Tables (every key starts with the scope's `t/<tenant>/w/<workspace>/` prefix):
+//! - `heads`:       prefix + path        → Head (JSON)
+//! - `versions`:    (prefix + path, seq) → VersionRecord (JSON)
+//! - `idempotency`: prefix + key         → IdempotencyRecord (JSON)
+//! - `live_counts`: prefix               → number of live files
+//! - `bodies`:      (body key, id)       → bytes
+
+use async_trait::async_trait;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::de::DeserializeOwned;
+use std::path::Path;
+use std::sync::Arc;
+use workspace_core::model::{BodyRef, Head, IdempotencyRecord, VersionRecord};
+use workspace_core::ports::{
+    BodyStore, Commit, CommitOutcome, Expect, IdSource, MetaStore, RandomIds,
+};
+use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
+
+const HEADS: TableDefinition<&str, &[u8]> = TableDefinition::new("heads");
+const VERSIONS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("versions");
+const IDEMPOTENCY: TableDefinition<&str, &[u8]> = TableDefinition::new("idempotency");
+const LIVE_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("live_counts");
+const BODIES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("bodies");
+
+/// The database file's name inside the data directory.
+pub const DB_FILE: &str = "workspace.redb";
+
+fn db_err(e: impl std::fmt::Display) -> WorkspaceError {
+    WorkspaceError::internal(format!("embedded store: {e}"))
+}
+
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(db_err)
+}
+
+fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(value).map_err(db_err)
+}
+
+fn head_key(scope: &Scope, path: &str) -> String {
+    format!("{}{}", scope.key_prefix(), path)
+}
+
+/// The embedded store: implements both the metadata and the body port over one file.
+#[derive(Clone)]
+pub struct EmbeddedStore {
+    db: Arc<Database>,
+}
+
+impl EmbeddedStore {
+    /// Opens (or creates) `<dir>/workspace.redb`, creating the directory as needed.
+    pub fn open(dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            WorkspaceError::internal(format!(
+                "cannot create data directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+        let db = Database::create(dir.join(DB_FILE)).map_err(db_err)?;
+        // Create every table once so readers never meet a missing one.
+        let txn = db.begin_write().map_err(db_err)?;
+        txn.open_table(HEADS).map_err(db_err)?;
+        txn.open_table(VERSIONS).map_err(db_err)?;
+        txn.open_table(IDEMPOTENCY).map_err(db_err)?;
+        txn.open_table(LIVE_COUNTS).map_err(db_err)?;
+        txn.open_table(BODIES).map_err(db_err)?;
+        txn.commit().map_err(db_err)?;
+        Ok(Self { db: Arc::new(db) })
+    }
+
+    /// Runs blocking database work off the async runtime.
+    async fn blocking<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Database) -> Result<T> + Send + 'static,
+    {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || f(&db))
+            .await
+            .map_err(db_err)?
+    }
+}
+
+fn apply(db: &Database, c: Commit) -> Result<CommitOutcome> {
+    let prefix = c.scope.key_prefix();
+    let hkey = head_key(&c.scope, c.path.as_str());
+    let txn = db.begin_write().map_err(db_err)?;
+    let outcome = {
+        let mut heads = txn.open_table(HEADS).map_err(db_err)?;
+        let current = match heads.get(hkey.as_str()).map_err(db_err)? {
+            Some(v) => Some(decode::<Head>(v.value())?.seq),
+            None => None,
+        };
+        let expected = match c.expect {
+            Expect::Absent => None,
+            Expect::Seq(s) => Some(s),
+        };
+        if current != expected {
+            return Ok(CommitOutcome::HeadMoved); // dropping txn aborts it
+        }
+        let mut idem = txn.open_table(IDEMPOTENCY).map_err(db_err)?;
+        let idem_key = c.idempotency.as_ref().map(|r| format!("{prefix}{}", r.key));
+        if let Some(k) = &idem_key {
+            if let Some(v) = idem.get(k.as_str()).map_err(db_err)? {
+                return Ok(CommitOutcome::KeyUsed(decode(v.value())?));
+            }
+        }
+        let mut counts = txn.open_table(LIVE_COUNTS).map_err(db_err)?;
+        let live = counts
+            .get(prefix.as_str())
+            .map_err(db_err)?
+            .map_or(0, |v| v.value());
+        if c.live_delta > 0 && live >= c.max_files {
+            return Ok(CommitOutcome::TooManyFiles);
+        }
+        counts
+            .insert(prefix.as_str(), live.saturating_add_signed(c.live_delta))
+            .map_err(db_err)?;
+
+        let mut versions = txn.open_table(VERSIONS).map_err(db_err)?;
+        let mut pruned = Vec::new();
+        let stale = versions
+            .extract_from_if(
+                (hkey.as_str(), 0)..(hkey.as_str(), c.retain_from_seq),
+                |_, _| true,
+            )
+            .map_err(db_err)?;
+        for item in stale {
+            let (_, v) = item.map_err(db_err)?;
+            if let Some(body) = decode::<VersionRecord>(v.value())?.body {
+                pruned.push(body);
+            }
+        }
+        versions
+            .insert(
+                (hkey.as_str(), c.version.seq),
+                encode(&c.version)?.as_slice(),
+            )
+            .map_err(db_err)?;
+        heads
+            .insert(hkey.as_str(), encode(&c.head)?.as_slice())
+            .map_err(db_err)?;
+        if let (Some(k), Some(rec)) = (&idem_key, &c.idempotency) {
+            idem.insert(k.as_str(), encode(rec)?.as_slice())
+                .map_err(db_err)?;
+        }
+        CommitOutcome::Committed { pruned }
+    };
+    txn.commit().map_err(db_err)?;
+    Ok(outcome)
+}
+
+#[async_trait]
+impl MetaStore for EmbeddedStore {
+    async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
+        let key = head_key(scope, path.as_str());
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let table = txn.open_table(HEADS).map_err(db_err)?;
+            let found = table.get(key.as_str()).map_err(db_err)?;
+            found.map(|v| decode(v.value())).transpose()
+        })
+        .await
+    }
+
+    async fn version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+    ) -> Result<Option<VersionRecord>> {
+        let key = head_key(scope, path.as_str());
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let table = txn.open_table(VERSIONS).map_err(db_err)?;
+            let found = table.get((key.as_str(), seq)).map_err(db_err)?;
+            found.map(|v| decode(v.value())).transpose()
+        })
+        .await
+    }
+
+    async fn list_live(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>> {
+        let scope_prefix = scope.key_prefix();
+        let start = match after {
+            Some(a) if a.as_str() >= prefix.as_str() => head_key(scope, a.as_str()),
+            _ => head_key(scope, prefix.as_str()),
+        };
+        let wanted = head_key(scope, prefix.as_str());
+        let skip_exact = after.map(|a| head_key(scope, a.as_str()));
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let table = txn.open_table(HEADS).map_err(db_err)?;
+            let mut out = Vec::new();
+            for item in table.range(start.as_str()..).map_err(db_err)? {
+                let (k, v) = item.map_err(db_err)?;
+                let k = k.value();
+                if !k.starts_with(&wanted) || !k.starts_with(&scope_prefix) {
+                    break;
+                }
+                if skip_exact.as_deref() == Some(k) {
+                    continue;
+                }
+                let head: Head = decode(v.value())?;
+                if head.is_live() {
+                    out.push(head);
+                    if out.len() >= limit {
+                        break;
+                    }
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
+        let key = format!("{}{key}", scope.key_prefix());
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let table = txn.open_table(IDEMPOTENCY).map_err(db_err)?;
+            let found = table.get(key.as_str()).map_err(db_err)?;
+            found.map(|v| decode(v.value())).transpose()
+        })
+        .await
+    }
+
+    async fn live_count(&self, scope: &Scope) -> Result<u64> {
+        let key = scope.key_prefix();
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let table = txn.open_table(LIVE_COUNTS).map_err(db_err)?;
+            let found = table.get(key.as_str()).map_err(db_err)?;
+            Ok(found.map_or(0, |v| v.value()))
+        })
+        .await
+    }
+
+    async fn commit(&self, commit: Commit) -> Result<CommitOutcome> {
+        self.blocking(move |db| apply(db, commit)).await
+    }
+}
+
+#[async_trait]
+impl BodyStore for EmbeddedStore {
+    async fn put(&self, key: &str, bytes: Vec<u8>, _content_type: &str) -> Result<BodyRef> {
+        let body = BodyRef {
+            key: key.to_owned(),
+            version_id: RandomIds.new_id(),
+        };
+        let r = body.clone();
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            {
+                let mut t = txn.open_table(BODIES).map_err(db_err)?;
+                t.insert((r.key.as_str(), r.version_id.as_str()), bytes.as_slice())
+                    .map_err(db_err)?;
+            }
+            txn.commit().map_err(db_err)
+        })
+        .await?;
+        Ok(body)
+    }
+
+    async fn get(&self, body: &BodyRef) -> Result<Option<Vec<u8>>> {
+        let r = body.clone();
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let t = txn.open_table(BODIES).map_err(db_err)?;
+            let found = t
+                .get((r.key.as_str(), r.version_id.as_str()))
+                .map_err(db_err)?;
+            Ok(found.map(|v| v.value().to_vec()))
+        })
+        .await
+    }
+
+    async fn delete(&self, body: &BodyRef) -> Result<()> {
+        let r = body.clone();
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            {
+                let mut t = txn.open_table(BODIES).map_err(db_err)?;
+                t.remove((r.key.as_str(), r.version_id.as_str()))
+                    .map_err(db_err)?;
+            }
+            txn.commit().map_err(db_err)
+        })
+        .await
+    }
+}

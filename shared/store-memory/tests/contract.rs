@@ -1,0 +1,15 @@
+//! The shared contract suite against the in-memory adapter.
+
+use std::sync::Arc;
+use workspace_contract::{contract_tests, Backend};
+use workspace_store_memory::{MemoryBodies, MemoryMeta};
+
+fn backend() -> Backend {
+    Backend {
+        meta: Arc::new(MemoryMeta::default()),
+        bodies: Arc::new(MemoryBodies::default()),
+        guard: Box::new(()),
+    }
+}
+
+contract_tests!(backend);
