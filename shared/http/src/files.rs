@@ -1,7 +1,7 @@
 //! The host.workspace file endpoints: list, get, put, delete.
 
 use crate::envelope::{empty_response, json_response, HttpResponse};
-use crate::request::{file_path, single_header, PathForm, Query};
+use crate::request::{file_path, single_header, Decoding, Query};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use bytes::Bytes;
@@ -87,9 +87,9 @@ pub async fn get(
     who: &Identity,
     parts: &Parts,
     tail: &str,
-    form: PathForm,
+    decoding: Decoding,
 ) -> Result<HttpResponse> {
-    let path = file_path(tail, form)?;
+    let path = file_path(tail, decoding)?;
     let query = Query::parse(parts)?;
     let version = query.positive("version")?;
     let file = service.get(&who.scope, &path, version).await?;
@@ -101,10 +101,10 @@ pub async fn put(
     who: &Identity,
     parts: &Parts,
     tail: &str,
-    form: PathForm,
+    decoding: Decoding,
     body: &Bytes,
 ) -> Result<HttpResponse> {
-    let path = file_path(tail, form)?;
+    let path = file_path(tail, decoding)?;
     let if_match = single_header(parts, &header::IF_MATCH)?.map(str::to_owned);
     let if_none_match_any = match single_header(parts, &header::IF_NONE_MATCH)? {
         None => false,
@@ -144,9 +144,9 @@ pub async fn delete(
     who: &Identity,
     parts: &Parts,
     tail: &str,
-    form: PathForm,
+    decoding: Decoding,
 ) -> Result<HttpResponse> {
-    let path = file_path(tail, form)?;
+    let path = file_path(tail, decoding)?;
     let if_match = single_header(parts, &header::IF_MATCH)?;
     service.delete(who, &path, if_match).await?;
     Ok(empty_response(StatusCode::NO_CONTENT))

@@ -3,6 +3,7 @@
 //! and handed to the domain service; every failure leaves as the one error envelope.
 
 pub mod auth;
+pub mod config;
 pub mod discovery;
 pub mod envelope;
 pub mod files;
@@ -13,6 +14,7 @@ use auth::Authenticator;
 use bytes::Bytes;
 use envelope::{error_response, error_to_response, json_response, HttpResponse};
 use http::{header, HeaderValue, Request, StatusCode};
+use request::Decoding;
 pub use request::PathForm;
 use routes::{match_route, Matched, Route};
 use serde_json::json;
@@ -61,13 +63,16 @@ impl App {
 
     pub async fn handle(&self, req: Request<Bytes>, form: PathForm) -> HttpResponse {
         let (parts, body) = req.into_parts();
-        let path = parts.uri.path().to_owned();
+        let (path, decoding) = match form {
+            PathForm::Encoded => (parts.uri.path().to_owned(), Decoding::Once),
+            PathForm::Decoded(p) => (p, Decoding::AlreadyDone),
+        };
         let (label, result) = match match_route(&parts.method, &path) {
             Matched::Route { spec, tail } if self.function.is_none_or(|f| f == spec.function) => {
                 let label = spec.pattern;
                 (
                     label,
-                    self.dispatch(spec.route, &parts, tail.unwrap_or(""), form, &body)
+                    self.dispatch(spec.route, &parts, tail.unwrap_or(""), decoding, &body)
                         .await,
                 )
             }
@@ -108,7 +113,7 @@ impl App {
         route: Route,
         parts: &http::request::Parts,
         tail: &str,
-        form: PathForm,
+        decoding: Decoding,
         body: &Bytes,
     ) -> Result<HttpResponse> {
         let limits = self.service.limits();
@@ -126,18 +131,18 @@ impl App {
             }
             Route::GetFile => {
                 let who = self.auth.authenticate(parts).await?;
-                files::get(&self.service, &who, parts, tail, form).await
+                files::get(&self.service, &who, parts, tail, decoding).await
             }
             Route::PutFile => {
                 let who = self.auth.authenticate(parts).await?;
                 if body.len() > self.max_request_bytes() {
                     return Ok(self.body_too_large());
                 }
-                files::put(&self.service, &who, parts, tail, form, body).await
+                files::put(&self.service, &who, parts, tail, decoding, body).await
             }
             Route::DeleteFile => {
                 let who = self.auth.authenticate(parts).await?;
-                files::delete(&self.service, &who, parts, tail, form).await
+                files::delete(&self.service, &who, parts, tail, decoding).await
             }
         }
     }

@@ -8,21 +8,30 @@ use std::collections::HashMap;
 use workspace_core::{FilePath, Result, WorkspaceError};
 
 /// How the transport hands over the request path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathForm {
-    /// As sent on the wire (the local server): percent-decode the file path once.
+    /// The request URI's path, as sent on the wire (the local server): the file path is
+    /// percent-decoded exactly once.
     Encoded,
-    /// Already decoded by the gateway (API Gateway HTTP APIs): use as is. A `%` left in it
-    /// is a literal `%`, which no valid path contains.
-    Decoded,
+    /// The path as the gateway decoded it (API Gateway HTTP APIs' `rawPath`), used instead
+    /// of the URI, which lambda_http rebuilds with dot segments resolved. Not decoded again:
+    /// a `%` left in it is a literal `%`, which no valid path contains.
+    Decoded(String),
 }
 
-pub fn file_path(tail: &str, form: PathForm) -> Result<FilePath> {
-    let decoded = match form {
-        PathForm::Encoded => percent_decode_str(tail).decode_utf8().map_err(|_| {
+/// Whether the captured file path still needs its one percent-decoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoding {
+    Once,
+    AlreadyDone,
+}
+
+pub fn file_path(tail: &str, decoding: Decoding) -> Result<FilePath> {
+    let decoded = match decoding {
+        Decoding::Once => percent_decode_str(tail).decode_utf8().map_err(|_| {
             WorkspaceError::validation("path is not valid UTF-8 after percent-decoding")
         })?,
-        PathForm::Decoded => tail.into(),
+        Decoding::AlreadyDone => tail.into(),
     };
     FilePath::parse(&decoded)
 }

@@ -1,0 +1,36 @@
+//! The local server's settings, all from the environment.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use workspace_core::Limits;
+use workspace_http::config::limits_from_env;
+
+pub struct Config {
+    pub addr: SocketAddr,
+    pub data_dir: PathBuf,
+    pub limits: Limits,
+    /// `WORKSPACE_API_KEYS`, if set.
+    pub api_keys: Option<String>,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, String> {
+        let get = |k: &str| std::env::var(k).ok();
+        let addr_text = get("WORKSPACE_ADDR").unwrap_or_else(|| "127.0.0.1:8787".to_owned());
+        let addr = addr_text.parse().map_err(|_| {
+            format!("WORKSPACE_ADDR must be host:port like 127.0.0.1:8787, got '{addr_text}'")
+        })?;
+        let data_dir = get("WORKSPACE_DATA_DIR")
+            .filter(|d| !d.trim().is_empty())
+            .unwrap_or_else(|| "./.workspace-data".to_owned())
+            .into();
+        let limits = limits_from_env(&get).map_err(|e| e.to_string())?;
+        let api_keys = get("WORKSPACE_API_KEYS").filter(|k| !k.trim().is_empty());
+        Ok(Self {
+            addr,
+            data_dir,
+            limits,
+            api_keys,
+        })
+    }
+}

@@ -1,0 +1,99 @@
+//! The HTTP server: hands every request to the shared router, logs one line per request,
+//! and stops cleanly on Ctrl-C or SIGTERM.
+
+use crate::keys::{KeySource, DEFAULT_TENANT, DEFAULT_WORKSPACE};
+use axum::body::Body;
+use axum::extract::State;
+use http::{Request, Response};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+use workspace_http::{App, PathForm, RouteLabel};
+
+pub async fn serve(listener: tokio::net::TcpListener, app: Arc<App>) -> Result<(), String> {
+    let router = axum::Router::new().fallback(handle).with_state(app);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(|e| format!("server failed: {e}"))?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Body> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let (parts, body) = req.into_parts();
+    let resp = match axum::body::to_bytes(body, app.max_request_bytes()).await {
+        Ok(bytes) => {
+            app.handle(Request::from_parts(parts, bytes), PathForm::Encoded)
+                .await
+        }
+        Err(_) => app.body_too_large(),
+    };
+    let route = resp
+        .extensions()
+        .get::<RouteLabel>()
+        .map_or("unmatched", |r| r.0);
+    // The route pattern, never the raw path or headers: nothing logged can carry a key.
+    tracing::info!(
+        %method,
+        route,
+        status = resp.status().as_u16(),
+        duration_ms = format!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
+        "request"
+    );
+    resp.map(Body::from)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down");
+}
+
+/// What a person needs to start: where it listens, where data lives, and how to call it.
+pub fn banner(addr: SocketAddr, data_dir: &Path, keys: &KeySource) {
+    println!("workspace-local listening on http://{addr}");
+    println!("data directory: {}", data_dir.display());
+    let files = format!("http://{addr}/v1/host/workspace/files");
+    match keys {
+        KeySource::Env => println!("API keys: from WORKSPACE_API_KEYS"),
+        KeySource::Generated { key, file } => {
+            println!(
+                "Generated an API key for tenant '{DEFAULT_TENANT}', workspace '{DEFAULT_WORKSPACE}' (saved in {}):",
+                file.display()
+            );
+            println!("  {key}");
+            println!("Try:");
+            println!("  curl -H 'Authorization: Bearer {key}' {files}");
+        }
+        KeySource::Stored { file } => {
+            println!(
+                "API key for tenant '{DEFAULT_TENANT}', workspace '{DEFAULT_WORKSPACE}' is in {}. Try:",
+                file.display()
+            );
+            println!(
+                "  curl -H \"Authorization: Bearer $(cat {})\" {files}",
+                file.display()
+            );
+        }
+    }
+}

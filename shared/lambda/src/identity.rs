@@ -1,0 +1,80 @@
+//! Identity on Lambda: tenant, workspace and principal come from the API Gateway authorizer
+//! context (JWT claims, or a Lambda authorizer's context), under configurable claim names.
+//! A request without them is 401; there is never a default tenant.
+
+use async_trait::async_trait;
+use http::request::Parts;
+use lambda_http::request::RequestContext;
+use workspace_core::{Identity, Result, Scope, WorkspaceError};
+use workspace_http::auth::Authenticator;
+
+#[derive(Debug, Clone)]
+pub struct ClaimNames {
+    pub tenant: String,
+    pub workspace: String,
+    pub principal: String,
+}
+
+impl ClaimNames {
+    /// `WORKSPACE_TENANT_CLAIM` (tenant_id), `WORKSPACE_WORKSPACE_CLAIM` (workspace_id),
+    /// `WORKSPACE_PRINCIPAL_CLAIM` (sub).
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Self {
+        let or = |k: &str, d: &str| {
+            get(k)
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| d.to_owned())
+        };
+        Self {
+            tenant: or("WORKSPACE_TENANT_CLAIM", "tenant_id"),
+            workspace: or("WORKSPACE_WORKSPACE_CLAIM", "workspace_id"),
+            principal: or("WORKSPACE_PRINCIPAL_CLAIM", "sub"),
+        }
+    }
+}
+
+pub struct AuthorizerClaims {
+    names: ClaimNames,
+}
+
+impl AuthorizerClaims {
+    pub fn new(names: ClaimNames) -> Self {
+        Self { names }
+    }
+}
+
+fn unauthenticated(why: &str) -> WorkspaceError {
+    WorkspaceError::Unauthenticated(format!("no usable identity: {why}"))
+}
+
+#[async_trait]
+impl Authenticator for AuthorizerClaims {
+    async fn authenticate(&self, parts: &Parts) -> Result<Identity> {
+        let Some(RequestContext::ApiGatewayV2(ctx)) = parts.extensions.get::<RequestContext>()
+        else {
+            return Err(unauthenticated(
+                "the request did not come through an HTTP API authorizer",
+            ));
+        };
+        let Some(auth) = ctx.authorizer.as_ref() else {
+            return Err(unauthenticated("the route has no authorizer"));
+        };
+        let claim = |name: &str| -> Option<String> {
+            if let Some(v) = auth.jwt.as_ref().and_then(|j| j.claims.get(name)) {
+                return Some(v.clone());
+            }
+            auth.fields
+                .get(name)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        };
+        let need = |name: &str| {
+            claim(name).ok_or_else(|| unauthenticated(&format!("claim '{name}' is missing")))
+        };
+        let tenant = need(&self.names.tenant)?;
+        let workspace = need(&self.names.workspace)?;
+        let principal = need(&self.names.principal)?;
+        let scope = Scope::parse(&tenant, &workspace)
+            .map_err(|e| unauthenticated(&format!("claims name an invalid scope ({e})")))?;
+        Ok(Identity { scope, principal })
+    }
+}
