@@ -1,0 +1,116 @@
+//! Durability: every write the server acknowledged survives SIGKILL.
+
+mod common;
+
+use common::Server;
+use reqwest::Client;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Server::start(dir.path(), &[]).await;
+    let key = s.generated_key();
+    let c = Client::new();
+    // path -> (version, content) of every acknowledged write
+    let acked: Arc<Mutex<BTreeMap<(String, u64), String>>> = Arc::default();
+
+    for i in 0..40 {
+        let path = format!("notes/{:02}.md", i % 20);
+        let content = format!("content {i}");
+        let r = c
+            .put(format!("{}/v1/host/workspace/files/{path}", s.base))
+            .bearer_auth(&key)
+            .json(&json!({"content": content}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success());
+        let v: Value = r.json().await.unwrap();
+        acked
+            .lock()
+            .unwrap()
+            .insert((path, v["version"].as_u64().unwrap()), content);
+    }
+    let deleted = "notes/00.md";
+    let r = c
+        .delete(format!("{}/v1/host/workspace/files/{deleted}", s.base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+
+    // Writers still running when the process is killed: whatever they got acknowledged
+    // must be there afterwards too.
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (c, base, key, acked) = (c.clone(), s.base.clone(), key.clone(), acked.clone());
+            tokio::spawn(async move {
+                for i in 0.. {
+                    let path = format!("inflight/{w}-{i}.md");
+                    let content = format!("w{w} i{i}");
+                    let Ok(r) = c
+                        .put(format!("{base}/v1/host/workspace/files/{path}"))
+                        .bearer_auth(&key)
+                        .json(&json!({"content": content}))
+                        .send()
+                        .await
+                    else {
+                        break;
+                    };
+                    let Ok(v) = r.json::<Value>().await else {
+                        break;
+                    };
+                    if let Some(version) = v["version"].as_u64() {
+                        acked.lock().unwrap().insert((path, version), content);
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    s.kill9();
+    for w in writers {
+        let _ = w.await;
+    }
+    drop(s);
+
+    let s = Server::start(dir.path(), &[]).await;
+    let acked = acked.lock().unwrap().clone();
+    assert!(
+        acked.keys().any(|(p, _)| p.starts_with("inflight/")),
+        "some in-flight writes were acknowledged"
+    );
+    for ((path, version), content) in &acked {
+        if path == deleted {
+            continue;
+        }
+        let v: Value = c
+            .get(format!(
+                "{}/v1/host/workspace/files/{path}?version={version}",
+                s.base
+            ))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            v["content"].as_str(),
+            Some(content.as_str()),
+            "{path} v{version}: {v}"
+        );
+    }
+    let r = c
+        .get(format!("{}/v1/host/workspace/files/{deleted}", s.base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404, "the acknowledged delete survived too");
+}

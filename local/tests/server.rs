@@ -1,0 +1,275 @@
+//! The local server as a user meets it: a real process on a loopback port, real HTTP.
+
+mod common;
+
+use common::{run_to_exit, Server};
+use reqwest::{Client, StatusCode};
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+
+fn files(s: &Server, path: &str) -> String {
+    s.url(&format!("/v1/host/workspace/files/{path}"))
+}
+
+#[tokio::test]
+async fn first_start_generates_a_key_and_later_starts_reuse_it_without_printing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Server::start(dir.path(), &[]).await;
+    let key = s.generated_key();
+    assert!(key.len() >= 32, "key is long and random: {key}");
+    let out = s.stdout_text();
+    assert!(
+        out.contains(&format!(
+            "curl -H 'Authorization: Bearer {key}' {}/v1/host/workspace/files",
+            s.base
+        )),
+        "{out}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("api-key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "key file is private to its owner");
+    }
+    let c = Client::new();
+    let r = c
+        .put(files(&s, "a.md"))
+        .bearer_auth(&key)
+        .json(&json!({"content": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(s.terminate().success());
+    assert!(!s.stderr_text().contains(&key), "logs never carry a key");
+
+    let s2 = Server::start(dir.path(), &[]).await;
+    assert_eq!(s2.generated_key(), key);
+    assert!(
+        !s2.stdout_text().contains(&key),
+        "the key is printed only when generated"
+    );
+    assert!(s2
+        .stdout_text()
+        .contains("curl -H \"Authorization: Bearer $(cat "));
+    let r = c
+        .get(files(&s2, "a.md"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn http_contract_over_the_wire() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_a = "dev-key-acme-0123456789";
+    let key_b = "dev-key-beta-0123456789";
+    let keys = format!("{key_a}=acme/main,{key_b}=beta/main");
+    let mut s = Server::start(
+        dir.path(),
+        &[
+            ("WORKSPACE_API_KEYS", &keys),
+            ("WORKSPACE_MAX_FILE_BYTES", "64"),
+        ],
+    )
+    .await;
+    let c = Client::new();
+
+    // 401 with the envelope, without and with a wrong key.
+    for req in [
+        c.get(s.url("/v1/host/workspace/files")),
+        c.get(s.url("/v1/host/workspace/files"))
+            .bearer_auth("wrong-key-0123456789"),
+    ] {
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"], "unauthenticated");
+        assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+
+    // %2F and a raw slash are the same file.
+    let r = c
+        .put(s.url("/v1/host/workspace/files/behavior%2FCRUD.md"))
+        .bearer_auth(key_a)
+        .json(&json!({"content": "v1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let etag_header = r.headers()["etag"].to_str().unwrap().to_owned();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["etag"], etag_header);
+    let r = c
+        .get(files(&s, "behavior/CRUD.md"))
+        .bearer_auth(key_a)
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        (v["content"].as_str(), v["version"].as_u64()),
+        (Some("v1"), Some(1))
+    );
+
+    // List rows carry no content key.
+    let v: Value = c
+        .get(s.url("/v1/host/workspace/files"))
+        .bearer_auth(key_a)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["files"].as_array().unwrap().len(), 1);
+    assert!(v["files"][0].get("content").is_none(), "{v}");
+
+    // The configured limit is advertised and enforced.
+    let d: Value = c
+        .get(s.url("/.well-known/openwop"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(d["workspace"]["maxFileBytes"], 64);
+    assert_eq!(d["capabilities"]["workspace"]["maxFileBytes"], 64);
+    let r = c
+        .put(files(&s, "big.md"))
+        .bearer_auth(key_a)
+        .json(&json!({"content": "x".repeat(65)}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let r = c
+        .put(files(&s, "huge.md"))
+        .bearer_auth(key_a)
+        .body(vec![b'x'; 2 * 1024 * 1024])
+        .send()
+        .await;
+    if let Ok(r) = r {
+        assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+
+    // The other key's tenant sees nothing of acme's.
+    let r = c
+        .get(files(&s, "behavior/CRUD.md"))
+        .bearer_auth(key_b)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+
+    // A dot segment sent raw reaches the router unnormalised and is refused.
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let mut tcp = std::net::TcpStream::connect(&addr).unwrap();
+    write!(tcp, "GET /v1/host/workspace/files/x/../behavior/CRUD.md HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key_a}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut raw = String::new();
+    tcp.read_to_string(&mut raw).unwrap();
+    assert!(raw.starts_with("HTTP/1.1 400"), "{raw}");
+    assert!(raw.contains("validation_error"), "{raw}");
+
+    // One log line per request: method, route, status, duration.
+    assert!(s.terminate().success());
+    let log = s.stderr_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("method=PUT") && l.contains("status=413"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        line.contains("route=\"/v1/host/workspace/files/{path+}\"")
+            && line.contains("duration_ms="),
+        "{line}"
+    );
+    assert!(
+        !log.contains(key_a) && !log.contains(key_b),
+        "logs never carry a key"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_if_match_puts_over_http_have_one_winner() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &[]).await;
+    let key = s.generated_key();
+    let c = Client::new();
+    let v: Value = c
+        .put(files(&s, "hot.md"))
+        .bearer_auth(&key)
+        .json(&json!({"content": "base"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let etag = v["etag"].as_str().unwrap().to_owned();
+    let tasks: Vec<_> = (0..32)
+        .map(|i| {
+            let req = c
+                .put(files(&s, "hot.md"))
+                .bearer_auth(&key)
+                .header("if-match", &etag)
+                .json(&json!({"content": format!("w{i}")}));
+            tokio::spawn(async move { req.send().await.unwrap().status().as_u16() })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for t in tasks {
+        statuses.push(t.await.unwrap());
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        31,
+        "{statuses:?}"
+    );
+    let v: Value = c
+        .get(files(&s, "hot.md"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["version"], 2);
+}
+
+#[tokio::test]
+async fn bad_settings_stop_start_up_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    for (env, expect) in [
+        (("WORKSPACE_MAX_FILES", "lots"), "WORKSPACE_MAX_FILES"),
+        (("WORKSPACE_MAX_VERSIONS", "0"), "maxVersions"),
+        (("WORKSPACE_ADDR", "not-an-address"), "WORKSPACE_ADDR"),
+        (
+            ("WORKSPACE_API_KEYS", "topsecretvalue123456"),
+            "WORKSPACE_API_KEYS",
+        ),
+        (
+            ("WORKSPACE_API_KEYS", "topsecretvalue123456=acme"),
+            "WORKSPACE_API_KEYS",
+        ),
+    ] {
+        let (status, _, stderr) = run_to_exit(dir.path(), &[env]);
+        assert_eq!(status.code(), Some(1), "{env:?}: {stderr}");
+        assert!(stderr.contains(expect), "{env:?}: {stderr}");
+        assert!(
+            !stderr.contains("topsecretvalue"),
+            "a key is never echoed: {stderr}"
+        );
+    }
+}
