@@ -126,10 +126,13 @@ impl MetaStore for MemoryMeta {
     }
 }
 
+/// (body key, version id) → bytes.
+type BodyMap = HashMap<(String, String), Vec<u8>>;
+
 /// Bodies in memory, keyed by (key, version id).
 #[derive(Default, Clone)]
 pub struct MemoryBodies {
-    bodies: Arc<Mutex<HashMap<(String, String), Vec<u8>>>>,
+    bodies: Arc<Mutex<BodyMap>>,
     next: Arc<Mutex<u64>>,
 }
 

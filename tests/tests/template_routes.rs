@@ -1,0 +1,117 @@
+//! The one route table and template.yaml must describe the same API: every row of
+//! `ROUTES` is an HttpApi event of the function that serves it, and nothing else is.
+
+use std::collections::BTreeSet;
+use workspace_http::routes::ROUTES;
+use yaml_rust2::{Yaml, YamlLoader};
+
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn template() -> Yaml {
+    let text = std::fs::read_to_string(root().join("template.yaml")).expect("template.yaml");
+    YamlLoader::load_from_str(&text)
+        .expect("template.yaml parses")
+        .remove(0)
+}
+
+/// `fn-get` → `get`: the function a SAM resource builds, from its cargo-lambda binary.
+fn function_of(resource: &Yaml) -> Option<String> {
+    let bin = resource["Metadata"]["BuildProperties"]["Binary"].as_str()?;
+    Some(bin.strip_prefix("fn-").unwrap_or(bin).to_owned())
+}
+
+#[test]
+fn template_routes_equal_the_route_table() {
+    let t = template();
+    let mut in_template = BTreeSet::new();
+    for (_, res) in t["Resources"].as_hash().expect("Resources") {
+        if res["Type"].as_str() != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        let function = function_of(res).expect("function has Metadata.BuildProperties.Binary");
+        assert_eq!(
+            res["Metadata"]["BuildMethod"].as_str(),
+            Some("rust-cargolambda")
+        );
+        let Some(events) = res["Properties"]["Events"].as_hash() else {
+            continue;
+        };
+        for (_, ev) in events {
+            if ev["Type"].as_str() != Some("HttpApi") {
+                continue;
+            }
+            let p = &ev["Properties"];
+            in_template.insert((
+                p["Method"].as_str().expect("Method").to_uppercase(),
+                p["Path"].as_str().expect("Path").to_owned(),
+                function.clone(),
+            ));
+        }
+    }
+    let in_table: BTreeSet<_> = ROUTES
+        .iter()
+        .map(|r| {
+            (
+                r.method.to_string(),
+                r.pattern.to_owned(),
+                r.function.to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(in_template, in_table);
+}
+
+#[test]
+fn every_function_package_is_in_the_template_and_the_workspace() {
+    let t = template();
+    let functions: BTreeSet<String> = t["Resources"]
+        .as_hash()
+        .expect("Resources")
+        .values()
+        .filter(|r| r["Type"].as_str() == Some("AWS::Serverless::Function"))
+        .filter_map(function_of)
+        .collect();
+    let table: BTreeSet<String> = ROUTES.iter().map(|r| r.function.to_owned()).collect();
+    assert_eq!(functions, table);
+    for f in &functions {
+        let manifest = root().join("functions").join(f).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest)
+            .unwrap_or_else(|_| panic!("{} missing", manifest.display()));
+        assert!(
+            text.contains(&format!("name = \"fn-{f}\"")),
+            "{}",
+            manifest.display()
+        );
+    }
+}
+
+#[test]
+fn recorded_events_name_routes_of_the_table() {
+    let dir = root().join("events");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).expect("events/") {
+        let path = entry.expect("entry").path();
+        let ev: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).expect("event JSON");
+        let Some(route_key) = ev["routeKey"].as_str() else {
+            continue;
+        };
+        let (method, pattern) = route_key
+            .split_once(' ')
+            .expect("routeKey is 'METHOD /path'");
+        assert!(
+            ROUTES
+                .iter()
+                .any(|r| r.method.as_str() == method && r.pattern == pattern),
+            "{} names {route_key}, which the route table lacks",
+            path.display()
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 4,
+        "expected the recorded events, found {checked}"
+    );
+}
