@@ -6,6 +6,7 @@ use http::Method;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
+use workspace_core::service::IDEMPOTENCY_TTL_MS;
 
 pub async fn put_then_get_returns_the_stored_file(h: Harness) {
     let put = h.put(KEY_A, "notes/today.md", "hello").await;
@@ -421,6 +422,33 @@ pub async fn idempotency_key_replays_the_first_result(h: Harness) {
         1
     );
     assert_eq!(h.get(KEY_A, "idem.md").await.assert_ok()["version"], 2);
+}
+
+pub async fn idempotency_keys_expire_after_a_day(h: Harness) {
+    let send = || {
+        h.call(Method::PUT, &file_uri("daily.md"), Some(KEY_A))
+            .header("idempotency-key", "daily")
+            .json(&json!({ "content": "same" }))
+            .send()
+    };
+    assert_eq!(send().await.assert_ok()["version"], 1);
+    h.clock.advance(IDEMPOTENCY_TTL_MS - 1000);
+    assert_eq!(
+        send().await.assert_ok()["version"],
+        1,
+        "still remembered within the day"
+    );
+    h.clock.advance(2000);
+    assert_eq!(
+        send().await.assert_ok()["version"],
+        2,
+        "an expired key is a new request"
+    );
+    assert_eq!(
+        send().await.assert_ok()["version"],
+        2,
+        "and is remembered again"
+    );
 }
 
 pub async fn concurrent_idempotent_retries_make_one_version(h: Harness) {

@@ -6,8 +6,10 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use serde_json::Value;
 use std::any::Any;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use workspace_core::ports::{BodyStore, LogEvents, MetaStore, RandomIds, SystemClock};
+use workspace_core::model::Millis;
+use workspace_core::ports::{BodyStore, Clock, LogEvents, MetaStore, RandomIds, SystemClock};
 use workspace_core::{Limits, Scope, WorkspaceService};
 use workspace_http::auth::ApiKeys;
 use workspace_http::{App, PathForm};
@@ -30,9 +32,25 @@ pub struct Backend {
     pub guard: Box<dyn Any + Send + Sync>,
 }
 
+/// A clock the cases move by hand; it starts at the real time.
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn advance(&self, ms: Millis) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> Millis {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
 pub struct Harness {
     pub app: Arc<App>,
     pub meta: Arc<dyn MetaStore>,
+    pub clock: Arc<ManualClock>,
     _guard: Box<dyn Any + Send + Sync>,
 }
 
@@ -139,17 +157,19 @@ impl Harness {
         keys.add(KEY_A, scope("acme", "main"), "alice".into());
         keys.add(KEY_EVIL, scope("acme-evil", "main"), "mallory".into());
         keys.add(KEY_OTHER, scope("acme", "other"), "olga".into());
+        let clock = Arc::new(ManualClock(AtomicI64::new(SystemClock.now_ms())));
         let service = WorkspaceService::new(
             backend.meta.clone(),
             backend.bodies,
             Arc::new(LogEvents),
-            Arc::new(SystemClock),
+            clock.clone(),
             Arc::new(RandomIds),
             limits,
         );
         Self {
             app: Arc::new(App::new(service, Arc::new(keys))),
             meta: backend.meta,
+            clock,
             _guard: backend.guard,
         }
     }

@@ -24,6 +24,7 @@ macro_rules! contract_tests {
             files::max_files_counts_live_files,
             files::retention_keeps_the_last_max_versions,
             files::idempotency_key_replays_the_first_result,
+            files::idempotency_keys_expire_after_a_day,
             files::concurrent_idempotent_retries_make_one_version,
             files::tenants_never_see_each_other,
             files::concurrent_if_match_writes_have_one_winner,

@@ -30,8 +30,11 @@ pub struct Commit {
     pub live_delta: i64,
     /// A commit with `live_delta > 0` fails when the scope already holds this many live files.
     pub max_files: u64,
-    /// Inserted only if no record with this key exists in the scope.
+    /// Inserted only if no live record with this key exists in the scope.
     pub idempotency: Option<IdempotencyRecord>,
+    /// A recorded key created before this instant has expired: it counts as absent and is
+    /// overwritten.
+    pub idempotency_valid_after: Millis,
     /// Version items of this path with a smaller seq are removed in the same commit.
     pub retain_from_seq: u64,
 }
@@ -68,7 +71,7 @@ pub trait MetaStore: Send + Sync {
         after: Option<&FilePath>,
         limit: usize,
     ) -> Result<Vec<Head>>;
-    /// A recorded idempotency key.
+    /// A recorded idempotency key (expired or not; the service judges its age).
     async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>>;
     /// How many live files the scope holds (what `max_files` is checked against).
     async fn live_count(&self, scope: &Scope) -> Result<u64>;

@@ -287,7 +287,7 @@ impl WorkspaceService {
         );
         if let Some(key) = &req.idempotency_key {
             if let Some(rec) = self.meta.idempotency(scope, key).await? {
-                if now - rec.created_at < IDEMPOTENCY_TTL_MS {
+                if rec.created_at > now - IDEMPOTENCY_TTL_MS {
                     return self.replay(rec, &fingerprint, req.content);
                 }
             }
@@ -407,6 +407,7 @@ impl WorkspaceService {
                     result: meta.clone(),
                     created_at: now,
                 }),
+                idempotency_valid_after: now - IDEMPOTENCY_TTL_MS,
                 retain_from_seq: self.retain_from(seq),
             };
             match self.meta.commit(commit).await? {
@@ -489,6 +490,7 @@ impl WorkspaceService {
                 live_delta: -1,
                 max_files: self.limits.max_files,
                 idempotency: None,
+                idempotency_valid_after: now,
                 retain_from_seq: self.retain_from(seq),
             };
             match self.meta.commit(commit).await? {

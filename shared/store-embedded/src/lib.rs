@@ -109,7 +109,10 @@ fn apply(db: &Database, c: Commit) -> Result<CommitOutcome> {
         let idem_key = c.idempotency.as_ref().map(|r| format!("{prefix}{}", r.key));
         if let Some(k) = &idem_key {
             if let Some(v) = idem.get(k.as_str()).map_err(db_err)? {
-                return Ok(CommitOutcome::KeyUsed(decode(v.value())?));
+                let rec: IdempotencyRecord = decode(v.value())?;
+                if rec.created_at > c.idempotency_valid_after {
+                    return Ok(CommitOutcome::KeyUsed(rec));
+                }
             }
         }
         let mut counts = txn.open_table(LIVE_COUNTS).map_err(db_err)?;

@@ -99,6 +99,7 @@ impl MetaStore for MemoryMeta {
             .idempotency
             .as_ref()
             .and_then(|i| state.idempotency.get(&i.key))
+            .filter(|r| r.created_at > c.idempotency_valid_after)
         {
             return Ok(CommitOutcome::KeyUsed(rec.clone()));
         }
