@@ -69,9 +69,8 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-/// What a person needs to start: where it listens, where data lives, and how to call it.
+/// What a person needs to start: where data lives, how to call it, and where it listens.
 pub fn banner(addr: SocketAddr, data_dir: &Path, keys: &KeySource) {
-    println!("workspace-local listening on http://{addr}");
     println!("data directory: {}", data_dir.display());
     let files = format!("http://{addr}/v1/host/workspace/files");
     match keys {
@@ -96,4 +95,6 @@ pub fn banner(addr: SocketAddr, data_dir: &Path, keys: &KeySource) {
             );
         }
     }
+    // Last, so whoever waits for it has seen everything above.
+    println!("workspace-local listening on http://{addr}");
 }
