@@ -32,6 +32,10 @@ pub struct Head {
     pub updated_at: Millis,
     /// A tombstone: the path was deleted; the next write starts a new lineage.
     pub deleted: bool,
+    /// The latest body and its digest, so reading the live file needs no version item
+    /// (one metadata read, then the body). `None` for a tombstone.
+    pub body: Option<BodyRef>,
+    pub sha256: String,
 }
 
 impl Head {
@@ -157,6 +161,8 @@ mod tests {
             content_type: String::new(),
             updated_at: 0,
             deleted: false,
+            body: None,
+            sha256: String::new(),
         };
         assert_eq!(h.seq_of_version(3), Some(10));
         assert_eq!(h.seq_of_version(1), Some(8));

@@ -14,8 +14,25 @@ use serde::{Deserialize, Serialize};
 pub enum Expect {
     /// The path has never been written in this scope.
     Absent,
-    /// The head is exactly at this seq (live or tombstone).
-    Seq(u64),
+    /// The head is a live file at exactly this seq.
+    Live(u64),
+    /// The head is a tombstone at exactly this seq.
+    Deleted(u64),
+}
+
+impl Expect {
+    /// The expectation that `head` is still what it is now.
+    pub fn of(head: Option<&Head>) -> Self {
+        match head {
+            None => Self::Absent,
+            Some(h) if h.deleted => Self::Deleted(h.seq),
+            Some(h) => Self::Live(h.seq),
+        }
+    }
+
+    pub fn matches(&self, head: Option<&Head>) -> bool {
+        *self == Self::of(head)
+    }
 }
 
 /// One atomic change: all of it applies, or none of it does.
@@ -42,6 +59,7 @@ pub struct Commit {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommitOutcome {
     /// Applied. `pruned` are the bodies of removed version items, for the caller to delete.
+    /// (An adapter may instead prune bodies off the request path, and return none here.)
     Committed { pruned: Vec<BodyRef> },
     /// The head was not what `expect` said: someone else committed first. Nothing changed.
     HeadMoved,

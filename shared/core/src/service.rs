@@ -162,54 +162,48 @@ impl WorkspaceService {
         path: &FilePath,
         version: Option<u64>,
     ) -> Result<StoredFile> {
-        // A concurrent write may prune the body between our head read and body read; the
-        // retry then sees the newer head.
+        // The latest version is read from the head alone (head, then body: two round
+        // trips); a past version needs its version item. A concurrent write may prune the
+        // body between the reads; the retry then sees the newer head.
         for _ in 0..3 {
             let head = self.meta.head(scope, path).await?;
             let Some(h) = live(&head) else {
                 return Err(WorkspaceError::not_found(format!("no file at {path}")));
             };
-            let seq = match version {
-                None => h.seq,
-                Some(n) => h.seq_of_version(n).ok_or_else(|| {
-                    WorkspaceError::not_found(format!(
-                        "{path} has no version {n} (current version is {})",
-                        h.version
-                    ))
-                })?,
-            };
-            let item = self.meta.version(scope, path, seq).await?;
-            let Some(item) = item.filter(|v| v.lineage == h.lineage && !v.deleted) else {
-                if version.is_some() {
-                    return Err(WorkspaceError::not_found(format!(
-                        "version {} of {path} is no longer retained (the last {} versions are kept)",
-                        version.unwrap_or_default(),
-                        self.limits.max_versions
-                    )));
+            let (meta, body) = match version {
+                None => (h.meta(), h.body.clone()),
+                Some(n) => {
+                    let gone = || {
+                        WorkspaceError::not_found(format!(
+                            "version {n} of {path} does not exist or is no longer retained \
+                             (current version {}; the last {} versions are kept)",
+                            h.version, self.limits.max_versions
+                        ))
+                    };
+                    let seq = h.seq_of_version(n).ok_or_else(gone)?;
+                    let item = self.meta.version(scope, path, seq).await?;
+                    let item = item
+                        .filter(|v| v.lineage == h.lineage && !v.deleted)
+                        .ok_or_else(gone)?;
+                    let meta = FileMeta {
+                        path: path.to_string(),
+                        content_type: item.content_type,
+                        version: item.version,
+                        etag: item.etag,
+                        size: item.size,
+                        updated_at: item.updated_at,
+                    };
+                    (meta, item.body)
                 }
-                continue;
             };
-            let Some(body) = item.body.as_ref() else {
-                return Err(WorkspaceError::internal("version item without a body"));
-            };
-            match self.bodies.get(body).await? {
-                Some(content) => {
-                    return Ok(StoredFile {
-                        meta: FileMeta {
-                            path: path.to_string(),
-                            content_type: item.content_type,
-                            version: item.version,
-                            etag: item.etag,
-                            size: item.size,
-                            updated_at: item.updated_at,
-                        },
-                        content,
-                    })
-                }
+            let body =
+                body.ok_or_else(|| WorkspaceError::internal("live version without a body"))?;
+            match self.bodies.get(&body).await? {
+                Some(content) => return Ok(StoredFile { meta, content }),
                 None if version.is_some() => {
                     return Err(WorkspaceError::not_found(format!(
                         "version {} of {path} is no longer retained",
-                        version.unwrap_or_default()
+                        meta.version
                     )))
                 }
                 None => continue,
@@ -293,14 +287,22 @@ impl WorkspaceService {
             }
         }
 
-        let body = self
-            .bodies
-            .put(
-                &Self::body_key(scope, &path),
-                req.content.clone(),
-                &content_type,
-            )
-            .await?;
+        // The body upload and the first head read do not depend on each other: run them
+        // side by side so a write costs two sequential round trips, not three.
+        let body_key = Self::body_key(scope, &path);
+        let (body, head) = tokio::join!(
+            self.bodies
+                .put(&body_key, req.content.clone(), &content_type),
+            self.meta.head(scope, &path)
+        );
+        let body = body?;
+        let head = match head {
+            Ok(h) => h,
+            Err(e) => {
+                self.discard_body(&body).await;
+                return Err(e);
+            }
+        };
         let outcome = self
             .commit_put(
                 who,
@@ -311,6 +313,7 @@ impl WorkspaceService {
                 &sha,
                 &fingerprint,
                 now,
+                head,
             )
             .await;
         match outcome {
@@ -340,9 +343,14 @@ impl WorkspaceService {
         sha: &str,
         fingerprint: &str,
         now: Millis,
+        first_head: Option<Head>,
     ) -> Result<PutOutcome> {
+        let mut prefetched = Some(first_head);
         for _ in 0..MAX_COMMIT_ATTEMPTS {
-            let head = self.meta.head(&who.scope, path).await?;
+            let head = match prefetched.take() {
+                Some(h) => h,
+                None => self.meta.head(&who.scope, path).await?,
+            };
             if req.if_none_match_any {
                 if let Some(h) = live(&head) {
                     return Err(conflict(
@@ -374,7 +382,7 @@ impl WorkspaceService {
             let commit = Commit {
                 scope: who.scope.clone(),
                 path: path.clone(),
-                expect: head.as_ref().map_or(Expect::Absent, |h| Expect::Seq(h.seq)),
+                expect: Expect::of(head.as_ref()),
                 head: Head {
                     path: path.to_string(),
                     lineage: lineage.clone(),
@@ -385,6 +393,8 @@ impl WorkspaceService {
                     content_type: content_type.to_owned(),
                     updated_at: now,
                     deleted: false,
+                    body: Some(body.clone()),
+                    sha256: sha.to_owned(),
                 },
                 version: VersionRecord {
                     seq,
@@ -464,7 +474,7 @@ impl WorkspaceService {
             let commit = Commit {
                 scope: who.scope.clone(),
                 path: path.clone(),
-                expect: Expect::Seq(h.seq),
+                expect: Expect::of(Some(h)),
                 head: Head {
                     version,
                     seq,
@@ -472,6 +482,8 @@ impl WorkspaceService {
                     size: 0,
                     updated_at: now,
                     deleted: true,
+                    body: None,
+                    sha256: String::new(),
                     ..h.clone()
                 },
                 version: VersionRecord {

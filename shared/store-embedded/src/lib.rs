@@ -18,9 +18,7 @@ use serde::de::DeserializeOwned;
 use std::path::Path;
 use std::sync::Arc;
 use workspace_core::model::{BodyRef, Head, IdempotencyRecord, VersionRecord};
-use workspace_core::ports::{
-    BodyStore, Commit, CommitOutcome, Expect, IdSource, MetaStore, RandomIds,
-};
+use workspace_core::ports::{BodyStore, Commit, CommitOutcome, IdSource, MetaStore, RandomIds};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
 const HEADS: TableDefinition<&str, &[u8]> = TableDefinition::new("heads");
@@ -94,15 +92,11 @@ fn apply(db: &Database, c: Commit) -> Result<CommitOutcome> {
     let txn = db.begin_write().map_err(db_err)?;
     let outcome = {
         let mut heads = txn.open_table(HEADS).map_err(db_err)?;
-        let current = match heads.get(hkey.as_str()).map_err(db_err)? {
-            Some(v) => Some(decode::<Head>(v.value())?.seq),
+        let current: Option<Head> = match heads.get(hkey.as_str()).map_err(db_err)? {
+            Some(v) => Some(decode(v.value())?),
             None => None,
         };
-        let expected = match c.expect {
-            Expect::Absent => None,
-            Expect::Seq(s) => Some(s),
-        };
-        if current != expected {
+        if !c.expect.matches(current.as_ref()) {
             return Ok(CommitOutcome::HeadMoved); // dropping txn aborts it
         }
         let mut idem = txn.open_table(IDEMPOTENCY).map_err(db_err)?;

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use workspace_core::model::{BodyRef, Head, IdempotencyRecord, VersionRecord};
-use workspace_core::ports::{BodyStore, Commit, CommitOutcome, Expect, MetaStore};
+use workspace_core::ports::{BodyStore, Commit, CommitOutcome, MetaStore};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
 #[derive(Default)]
@@ -87,12 +87,7 @@ impl MetaStore for MemoryMeta {
         let mut guard = self.lock()?;
         let state = guard.entry(c.scope.clone()).or_default();
         let path = c.path.to_string();
-        let current = state.heads.get(&path).map(|h| h.seq);
-        let expected = match c.expect {
-            Expect::Absent => None,
-            Expect::Seq(s) => Some(s),
-        };
-        if current != expected {
+        if !c.expect.matches(state.heads.get(&path)) {
             return Ok(CommitOutcome::HeadMoved);
         }
         if let Some(rec) = c
