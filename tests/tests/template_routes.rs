@@ -64,7 +64,7 @@ fn template_routes_equal_the_route_table() {
 }
 
 #[test]
-fn every_function_package_is_in_the_template_and_the_workspace() {
+fn every_template_function_is_a_package_and_every_route_function_is_in_the_template() {
     let t = template();
     let functions: BTreeSet<String> = t["Resources"]
         .as_hash()
@@ -73,8 +73,11 @@ fn every_function_package_is_in_the_template_and_the_workspace() {
         .filter(|r| r["Type"].as_str() == Some("AWS::Serverless::Function"))
         .filter_map(function_of)
         .collect();
-    let table: BTreeSet<String> = ROUTES.iter().map(|r| r.function.to_owned()).collect();
-    assert_eq!(functions, table);
+    let routed: BTreeSet<String> = ROUTES.iter().map(|r| r.function.to_owned()).collect();
+    assert!(
+        routed.is_subset(&functions),
+        "{routed:?} not all in {functions:?}"
+    );
     for f in &functions {
         let manifest = root().join("functions").join(f).join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest)

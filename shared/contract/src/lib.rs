@@ -42,7 +42,7 @@ macro_rules! contract_tests {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $case() {
-                let harness = $crate::Harness::new($make()).await;
+                let harness = $crate::Harness::new($make().await).await;
                 $crate::$module::$case(harness).await;
             }
         )*

@@ -3,31 +3,58 @@
 //! [`handle`] is a plain async fn so tests call it with a recorded event.
 
 pub mod identity;
+pub mod jobs;
 
 use bytes::Bytes;
 use http::{Request, Response};
 use lambda_http::{service_fn, Body, Error, RequestExt};
 use std::sync::Arc;
-use workspace_core::ports::{LogEvents, RandomIds, SystemClock};
+use workspace_core::ports::{BodyStore, LogEvents, MetaStore, RandomIds, SystemClock};
 use workspace_core::WorkspaceService;
 use workspace_http::config::limits_from_env;
 use workspace_http::{App, PathForm, RouteLabel};
+use workspace_store_aws::{AwsClients, DynamoMeta, S3Bodies};
 use workspace_store_embedded::EmbeddedStore;
 
-/// Builds the app for `function` from settings (`get` reads the environment in `run`). Until the AWS adapters land the
-/// functions run over the embedded store under `WORKSPACE_DATA_DIR` (default
-/// `/tmp/workspace-data`, the only writable place on Lambda), which is per container and
-/// not durable across cold starts.
-pub fn build_app(
+/// A setting that must be present.
+pub fn required(get: &impl Fn(&str) -> Option<String>, name: &str) -> Result<String, Error> {
+    get(name)
+        .filter(|v| !v.trim().is_empty())
+        .ok_or_else(|| format!("{name} must be set").into())
+}
+
+/// Builds the app for `function` from settings (`get` reads the environment in `run`).
+/// With `WORKSPACE_TABLE` set it runs on the AWS adapters (`WORKSPACE_BUCKET`, SDK clients
+/// from the standard AWS environment); without, on the embedded store under
+/// `WORKSPACE_DATA_DIR` (default `/tmp/workspace-data`: per container, not durable), which
+/// is what `cargo lambda watch` uses on a laptop.
+pub async fn build_app(
     function: &'static str,
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<App, Error> {
     let limits = limits_from_env(&get)?;
-    let dir = get("WORKSPACE_DATA_DIR").unwrap_or_else(|| "/tmp/workspace-data".to_owned());
-    let store = Arc::new(EmbeddedStore::open(std::path::Path::new(&dir))?);
+    let (meta, bodies): (Arc<dyn MetaStore>, Arc<dyn BodyStore>) =
+        if get("WORKSPACE_TABLE").is_some() {
+            let clients = AwsClients::from_env().await;
+            (
+                Arc::new(DynamoMeta::new(
+                    clients.dynamodb.clone(),
+                    required(&get, "WORKSPACE_TABLE")?,
+                )),
+                Arc::new(S3Bodies::new(
+                    clients.s3.clone(),
+                    required(&get, "WORKSPACE_BUCKET")?,
+                )),
+            )
+        } else {
+            let dir = get("WORKSPACE_DATA_DIR").unwrap_or_else(|| "/tmp/workspace-data".to_owned());
+            let store = Arc::new(EmbeddedStore::open(std::path::Path::new(&dir))?);
+            (store.clone(), store)
+        };
+    // Events come from the DynamoDB stream (functions/publish), never from the request path.
     let service = WorkspaceService::new(
-        store.clone(),
-        store,
+        meta,
+        bodies,
         Arc::new(LogEvents),
         Arc::new(SystemClock),
         Arc::new(RandomIds),
@@ -39,8 +66,8 @@ pub fn build_app(
     Ok(app)
 }
 
-/// Runs `function` under the Lambda runtime.
-pub async fn run(function: &'static str) -> Result<(), Error> {
+/// JSON logs for CloudWatch, filtered by `RUST_LOG`.
+pub fn init_tracing() {
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(
@@ -48,7 +75,12 @@ pub async fn run(function: &'static str) -> Result<(), Error> {
         )
         .without_time()
         .init();
-    let app = Arc::new(build_app(function, |k| std::env::var(k).ok())?);
+}
+
+/// Runs `function` under the Lambda runtime; the app (and its clients) is built once.
+pub async fn run(function: &'static str) -> Result<(), Error> {
+    init_tracing();
+    let app = Arc::new(build_app(function, |k| std::env::var(k).ok()).await?);
     lambda_http::run(service_fn(move |req| {
         let app = app.clone();
         async move { handle(&app, req).await }

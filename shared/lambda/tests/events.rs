@@ -8,11 +8,12 @@ fn event(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).expect("event file")).expect("event JSON")
 }
 
-fn app(function: &'static str, dir: &std::path::Path) -> workspace_http::App {
+async fn app(function: &'static str, dir: &std::path::Path) -> workspace_http::App {
     let dir = dir.to_string_lossy().to_string();
     build_app(function, move |k| {
         (k == "WORKSPACE_DATA_DIR").then(|| dir.clone())
     })
+    .await
     .expect("app")
 }
 
@@ -33,25 +34,25 @@ async fn call(app: &workspace_http::App, ev: &Value) -> (u16, Value) {
 async fn recorded_events_round_trip_through_each_function() {
     let dir = tempfile::tempdir().unwrap();
     // Each function opens the same directory in turn (the embedded file admits one opener).
-    let (s, v) = call(&app("put", dir.path()), &event("put-file.json")).await;
+    let (s, v) = call(&app("put", dir.path()).await, &event("put-file.json")).await;
     assert_eq!(
         (s, v["version"].as_u64(), v["content"].as_str()),
         (200, Some(1), Some("hello")),
         "{v}"
     );
-    let (s, v) = call(&app("get", dir.path()), &event("get-file.json")).await;
+    let (s, v) = call(&app("get", dir.path()).await, &event("get-file.json")).await;
     assert_eq!((s, v["content"].as_str()), (200, Some("hello")), "{v}");
-    let (s, v) = call(&app("list", dir.path()), &event("list-files.json")).await;
+    let (s, v) = call(&app("list", dir.path()).await, &event("list-files.json")).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["files"][0]["path"], "notes/today.md");
-    let (s, _) = call(&app("delete", dir.path()), &event("delete-file.json")).await;
+    let (s, _) = call(&app("delete", dir.path()).await, &event("delete-file.json")).await;
     assert_eq!(s, 204);
 }
 
 #[tokio::test]
 async fn identity_comes_only_from_the_authorizer() {
     let dir = tempfile::tempdir().unwrap();
-    let put = app("put", dir.path());
+    let put = app("put", dir.path()).await;
     let mut ev = event("put-file.json");
     ev["requestContext"]["authorizer"] = Value::Null;
     let (s, v) = call(&put, &ev).await;
@@ -79,7 +80,7 @@ async fn identity_comes_only_from_the_authorizer() {
 #[tokio::test]
 async fn routes_on_raw_path_not_the_normalised_uri() {
     let dir = tempfile::tempdir().unwrap();
-    let put = app("put", dir.path());
+    let put = app("put", dir.path()).await;
     let mut ev = event("put-file.json");
     ev["rawPath"] = Value::from("/v1/host/workspace/files/a/../notes/today.md");
     let (s, v) = call(&put, &ev).await;
@@ -93,9 +94,9 @@ async fn routes_on_raw_path_not_the_normalised_uri() {
 #[tokio::test]
 async fn a_function_serves_only_its_own_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let (s, v) = call(&app("list", dir.path()), &event("put-file.json")).await;
+    let (s, v) = call(&app("list", dir.path()).await, &event("put-file.json")).await;
     assert_eq!((s, v["error"].as_str()), (404, Some("not_found")), "{v}");
-    let get = app("get", dir.path());
+    let get = app("get", dir.path()).await;
     let (s, v) = call(&get, &event("health.json")).await;
     assert_eq!((s, v["status"].as_str()), (200, Some("ok")));
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use workspace_contract::{contract_tests, Backend};
 use workspace_store_embedded::EmbeddedStore;
 
-fn backend() -> Backend {
+async fn backend() -> Backend {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Arc::new(EmbeddedStore::open(dir.path()).expect("open store"));
     Backend {

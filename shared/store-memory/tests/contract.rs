@@ -4,7 +4,7 @@ use std::sync::Arc;
 use workspace_contract::{contract_tests, Backend};
 use workspace_store_memory::{MemoryBodies, MemoryMeta};
 
-fn backend() -> Backend {
+async fn backend() -> Backend {
     Backend {
         meta: Arc::new(MemoryMeta::default()),
         bodies: Arc::new(MemoryBodies::default()),

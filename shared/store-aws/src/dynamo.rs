@@ -1,0 +1,315 @@
+//! Metadata and the commit decision in one DynamoDB table (`pk`, `sk`).
+//!
+//! Commit protocol (one `TransactWriteItems`, all or nothing):
+//! 1. put the head, conditioned on the head the service saw (absent, live at seq s, or a
+//!    tombstone at seq s): a concurrent commit makes this fail → `HeadMoved`;
+//! 2. put the version item;
+//! 3. when a live file appears, add 1 to the workspace counter on condition it is below
+//!    `maxFiles` (→ `TooManyFiles`); a delete subtracts 1;
+//! 4. put the idempotency record unless a live one exists (→ `KeyUsed`);
+//! 5. delete the version item that falls out of the retention window. Its S3 body is
+//!    removed off the request path by the stream publisher, which sees the REMOVE with the
+//!    old image (so `pruned` is always empty here).
+//!
+//! Failure interleavings: the S3 body is written before this commit; if the commit fails
+//! or the process dies between the two, the body is an orphan no version item points to,
+//! which the service deletes at once when it can and the sweeper deletes otherwise.
+
+use crate::items::{self, n, s, Item};
+use crate::keys;
+use async_trait::async_trait;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::Client;
+use workspace_core::model::{Head, IdempotencyRecord, VersionRecord};
+use workspace_core::ports::{Commit, CommitOutcome, Expect, MetaStore};
+use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
+
+/// How long an idempotency record lives before DynamoDB TTL may remove it (seconds).
+const IDEMPOTENCY_TTL_SECS: i64 = 2 * 24 * 60 * 60;
+
+#[derive(Clone)]
+pub struct DynamoMeta {
+    client: Client,
+    table: String,
+}
+
+pub(crate) fn aws_err(e: impl std::error::Error) -> WorkspaceError {
+    // The full chain (service code and message) goes to the log through Internal.
+    let mut text = e.to_string();
+    let mut src = e.source();
+    while let Some(cause) = src {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        src = cause.source();
+    }
+    WorkspaceError::internal(text)
+}
+
+impl DynamoMeta {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    async fn get_item(&self, pk: String, sk: String) -> Result<Option<Item>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(aws_err)?;
+        Ok(out.item)
+    }
+
+    fn put(&self, item: Item) -> Result<Put> {
+        Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .build()
+            .map_err(aws_err)
+    }
+}
+
+fn head_condition(expect: Expect) -> (String, Vec<(&'static str, AttributeValue)>) {
+    match expect {
+        Expect::Absent => ("attribute_not_exists(pk)".into(), vec![]),
+        Expect::Live(seq) => (
+            "seq = :expected_seq AND deleted = :false".into(),
+            vec![
+                (":expected_seq", n(seq)),
+                (":false", AttributeValue::Bool(false)),
+            ],
+        ),
+        Expect::Deleted(seq) => (
+            "seq = :expected_seq AND deleted = :true".into(),
+            vec![
+                (":expected_seq", n(seq)),
+                (":true", AttributeValue::Bool(true)),
+            ],
+        ),
+    }
+}
+
+/// Which part of a transaction a cancellation reason points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Head,
+    Version,
+    Count,
+    Idempotency,
+    Prune,
+}
+
+#[async_trait]
+impl MetaStore for DynamoMeta {
+    async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
+        self.get_item(keys::partition(scope), keys::head_sk(path.as_str()))
+            .await?
+            .map(|i| items::head_from(&i))
+            .transpose()
+    }
+
+    async fn version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+    ) -> Result<Option<VersionRecord>> {
+        self.get_item(keys::partition(scope), keys::version_sk(path.as_str(), seq))
+            .await?
+            .map(|i| items::version_from(&i))
+            .transpose()
+    }
+
+    async fn list_live(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>> {
+        let pk = keys::partition(scope);
+        let mut start: Option<Item> = after.map(|a| {
+            Item::from([
+                ("pk".to_owned(), s(pk.clone())),
+                ("sk".to_owned(), s(keys::head_sk(a.as_str()))),
+            ])
+        });
+        let mut out = Vec::new();
+        // Tombstones are filtered after DynamoDB applies `Limit`, so a page can come back
+        // short: keep reading until the page is full or the range is exhausted.
+        loop {
+            let res = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .filter_expression("deleted = :false")
+                .expression_attribute_values(":pk", s(pk.clone()))
+                .expression_attribute_values(":prefix", s(keys::head_sk(prefix.as_str())))
+                .expression_attribute_values(":false", AttributeValue::Bool(false))
+                .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(aws_err)?;
+            for item in res.items() {
+                out.push(items::head_from(item)?);
+            }
+            match res.last_evaluated_key {
+                Some(k) if out.len() < limit => start = Some(k),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
+        self.get_item(keys::partition(scope), keys::idempotency_sk(key))
+            .await?
+            .map(|i| items::idempotency_from(&i))
+            .transpose()
+    }
+
+    async fn live_count(&self, scope: &Scope) -> Result<u64> {
+        Ok(self
+            .get_item(keys::partition(scope), keys::COUNT_SK.to_owned())
+            .await?
+            .and_then(|i| items::get_n(&i, "live").ok())
+            .unwrap_or(0))
+    }
+
+    async fn commit(&self, c: Commit) -> Result<CommitOutcome> {
+        let pk = keys::partition(&c.scope);
+        let path = c.path.as_str();
+        let mut parts = Vec::new();
+        let mut ops = Vec::new();
+
+        let (cond, values) = head_condition(c.expect);
+        let mut put = self.put(items::head_item(
+            &c.scope,
+            pk.clone(),
+            keys::head_sk(path),
+            &c.head,
+        ))?;
+        put.condition_expression = Some(cond);
+        if !values.is_empty() {
+            put.expression_attribute_values =
+                Some(values.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
+        }
+        ops.push(TransactWriteItem::builder().put(put).build());
+        parts.push(Part::Head);
+
+        let version = items::version_item(
+            &c.scope,
+            pk.clone(),
+            keys::version_sk(path, c.version.seq),
+            path,
+            &c.version,
+        );
+        ops.push(TransactWriteItem::builder().put(self.put(version)?).build());
+        parts.push(Part::Version);
+
+        if c.live_delta != 0 {
+            let mut upd = Update::builder()
+                .table_name(&self.table)
+                .key("pk", s(pk.clone()))
+                .key("sk", s(keys::COUNT_SK))
+                .update_expression("ADD live :delta")
+                .expression_attribute_values(":delta", n(c.live_delta));
+            if c.live_delta > 0 {
+                upd = upd
+                    .condition_expression("attribute_not_exists(live) OR live < :max")
+                    .expression_attribute_values(":max", n(c.max_files));
+            }
+            ops.push(
+                TransactWriteItem::builder()
+                    .update(upd.build().map_err(aws_err)?)
+                    .build(),
+            );
+            parts.push(Part::Count);
+        }
+
+        if let Some(rec) = &c.idempotency {
+            let expires = rec.created_at / 1000 + IDEMPOTENCY_TTL_SECS;
+            let item = items::idempotency_item(
+                &c.scope,
+                pk.clone(),
+                keys::idempotency_sk(&rec.key),
+                rec,
+                expires,
+            )?;
+            let mut put = self.put(item)?;
+            put.condition_expression =
+                Some("attribute_not_exists(pk) OR createdAt <= :valid_after".into());
+            put.expression_attribute_values =
+                Some([(":valid_after".to_owned(), n(c.idempotency_valid_after))].into());
+            ops.push(TransactWriteItem::builder().put(put).build());
+            parts.push(Part::Idempotency);
+        }
+
+        if c.retain_from_seq > 1 {
+            let del = Delete::builder()
+                .table_name(&self.table)
+                .key("pk", s(pk.clone()))
+                .key("sk", s(keys::version_sk(path, c.retain_from_seq - 1)))
+                .build()
+                .map_err(aws_err)?;
+            ops.push(TransactWriteItem::builder().delete(del).build());
+            parts.push(Part::Prune);
+        }
+
+        let res = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(ops))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(CommitOutcome::Committed { pruned: Vec::new() }),
+            Err(SdkError::ServiceError(e)) => match e.err() {
+                TransactWriteItemsError::TransactionCanceledException(tc) => {
+                    let failed: Vec<(Part, &str)> = tc
+                        .cancellation_reasons()
+                        .iter()
+                        .zip(&parts)
+                        .filter_map(|(r, p)| r.code().filter(|c| *c != "None").map(|c| (*p, c)))
+                        .collect();
+                    let is = |part: Part| {
+                        failed
+                            .iter()
+                            .any(|(p, code)| *p == part && *code == "ConditionalCheckFailed")
+                    };
+                    if is(Part::Head) || failed.iter().any(|(_, c)| *c == "TransactionConflict") {
+                        Ok(CommitOutcome::HeadMoved)
+                    } else if is(Part::Idempotency) {
+                        let key = c.idempotency.as_ref().map(|r| r.key.as_str()).unwrap_or("");
+                        match self.idempotency(&c.scope, key).await? {
+                            Some(rec) => Ok(CommitOutcome::KeyUsed(rec)),
+                            None => Ok(CommitOutcome::HeadMoved),
+                        }
+                    } else if is(Part::Count) {
+                        Ok(CommitOutcome::TooManyFiles)
+                    } else {
+                        Err(WorkspaceError::internal(format!(
+                            "transaction cancelled: {failed:?}"
+                        )))
+                    }
+                }
+                other => Err(WorkspaceError::internal(format!(
+                    "TransactWriteItems: {other}"
+                ))),
+            },
+            Err(e) => Err(aws_err(e)),
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The model as DynamoDB items, and back. Attribute names are camelCase and the same on
+//! head and version items, so the stream publisher reads either.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use std::collections::HashMap;
+use workspace_core::model::{BodyRef, Head, IdempotencyRecord, VersionRecord};
+use workspace_core::{Result, Scope, WorkspaceError};
+
+pub type Item = HashMap<String, AttributeValue>;
+
+pub fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+pub fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn bad(what: &str) -> WorkspaceError {
+    WorkspaceError::internal(format!("DynamoDB item has no valid '{what}'"))
+}
+
+pub fn get_s(item: &Item, k: &str) -> Result<String> {
+    item.get(k)
+        .and_then(|v| v.as_s().ok())
+        .cloned()
+        .ok_or_else(|| bad(k))
+}
+
+pub fn get_n<T: std::str::FromStr>(item: &Item, k: &str) -> Result<T> {
+    item.get(k)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| bad(k))
+}
+
+pub fn get_bool(item: &Item, k: &str) -> Result<bool> {
+    item.get(k)
+        .and_then(|v| v.as_bool().ok())
+        .copied()
+        .ok_or_else(|| bad(k))
+}
+
+fn body_attrs(item: &mut Item, body: &Option<BodyRef>) {
+    if let Some(b) = body {
+        item.insert("bodyKey".into(), s(&b.key));
+        item.insert("bodyVersionId".into(), s(&b.version_id));
+    }
+}
+
+fn get_body(item: &Item) -> Result<Option<BodyRef>> {
+    match (item.get("bodyKey"), item.get("bodyVersionId")) {
+        (Some(_), Some(_)) => Ok(Some(BodyRef {
+            key: get_s(item, "bodyKey")?,
+            version_id: get_s(item, "bodyVersionId")?,
+        })),
+        _ => Ok(None),
+    }
+}
+
+fn scope_attrs(item: &mut Item, scope: &Scope, pk: String, sk: String, kind: &str) {
+    item.insert("pk".into(), s(pk));
+    item.insert("sk".into(), s(sk));
+    item.insert("kind".into(), s(kind));
+    item.insert("tenant".into(), s(scope.tenant.as_str()));
+    item.insert("workspace".into(), s(scope.workspace.as_str()));
+}
+
+pub fn head_item(scope: &Scope, pk: String, sk: String, h: &Head) -> Item {
+    let mut item = Item::new();
+    scope_attrs(&mut item, scope, pk, sk, "head");
+    item.insert("path".into(), s(&h.path));
+    item.insert("lineage".into(), s(&h.lineage));
+    item.insert("version".into(), n(h.version));
+    item.insert("seq".into(), n(h.seq));
+    item.insert("etag".into(), s(&h.etag));
+    item.insert("size".into(), n(h.size));
+    item.insert("contentType".into(), s(&h.content_type));
+    item.insert("updatedAt".into(), n(h.updated_at));
+    item.insert("deleted".into(), AttributeValue::Bool(h.deleted));
+    item.insert("sha256".into(), s(&h.sha256));
+    body_attrs(&mut item, &h.body);
+    item
+}
+
+pub fn head_from(item: &Item) -> Result<Head> {
+    Ok(Head {
+        path: get_s(item, "path")?,
+        lineage: get_s(item, "lineage")?,
+        version: get_n(item, "version")?,
+        seq: get_n(item, "seq")?,
+        etag: get_s(item, "etag")?,
+        size: get_n(item, "size")?,
+        content_type: get_s(item, "contentType")?,
+        updated_at: get_n(item, "updatedAt")?,
+        deleted: get_bool(item, "deleted")?,
+        body: get_body(item)?,
+        sha256: get_s(item, "sha256").unwrap_or_default(),
+    })
+}
+
+pub fn version_item(scope: &Scope, pk: String, sk: String, path: &str, v: &VersionRecord) -> Item {
+    let mut item = Item::new();
+    scope_attrs(&mut item, scope, pk, sk, "version");
+    item.insert("path".into(), s(path));
+    item.insert("seq".into(), n(v.seq));
+    item.insert("lineage".into(), s(&v.lineage));
+    item.insert("version".into(), n(v.version));
+    item.insert("etag".into(), s(&v.etag));
+    item.insert("size".into(), n(v.size));
+    item.insert("sha256".into(), s(&v.sha256));
+    item.insert("contentType".into(), s(&v.content_type));
+    item.insert("updatedAt".into(), n(v.updated_at));
+    item.insert("principal".into(), s(&v.principal));
+    item.insert("deleted".into(), AttributeValue::Bool(v.deleted));
+    body_attrs(&mut item, &v.body);
+    item
+}
+
+pub fn version_from(item: &Item) -> Result<VersionRecord> {
+    Ok(VersionRecord {
+        seq: get_n(item, "seq")?,
+        lineage: get_s(item, "lineage")?,
+        version: get_n(item, "version")?,
+        etag: get_s(item, "etag")?,
+        size: get_n(item, "size")?,
+        sha256: get_s(item, "sha256")?,
+        content_type: get_s(item, "contentType")?,
+        body: get_body(item)?,
+        updated_at: get_n(item, "updatedAt")?,
+        principal: get_s(item, "principal")?,
+        deleted: get_bool(item, "deleted")?,
+    })
+}
+
+/// Idempotency records carry `expiresAt` (seconds) for DynamoDB TTL; the service still
+/// judges age itself, since TTL deletes lazily.
+pub fn idempotency_item(
+    scope: &Scope,
+    pk: String,
+    sk: String,
+    r: &IdempotencyRecord,
+    expires_at_secs: i64,
+) -> Result<Item> {
+    let mut item = Item::new();
+    scope_attrs(&mut item, scope, pk, sk, "idempotency");
+    item.insert("key".into(), s(&r.key));
+    item.insert("fingerprint".into(), s(&r.fingerprint));
+    item.insert(
+        "result".into(),
+        s(serde_json::to_string(&r.result).map_err(WorkspaceError::internal)?),
+    );
+    item.insert("createdAt".into(), n(r.created_at));
+    item.insert("expiresAt".into(), n(expires_at_secs));
+    Ok(item)
+}
+
+pub fn idempotency_from(item: &Item) -> Result<IdempotencyRecord> {
+    Ok(IdempotencyRecord {
+        key: get_s(item, "key")?,
+        fingerprint: get_s(item, "fingerprint")?,
+        result: serde_json::from_str(&get_s(item, "result")?).map_err(WorkspaceError::internal)?,
+        created_at: get_n(item, "createdAt")?,
+    })
+}

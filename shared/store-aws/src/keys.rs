@@ -1,0 +1,52 @@
+//! Every DynamoDB key and S3 key this adapter builds. All partition keys start with the
+//! tenant id followed by `#`, and all S3 keys with `t/<tenant>/`, so IAM can pin a role to
+//! one tenant (`dynamodb:LeadingKeys`, S3 prefix ARNs) and tenant `acme` can never address
+//! `acme-evil` (ids cannot contain `#` or `/`).
+
+use workspace_core::{FilePath, Scope};
+
+/// Partition key of everything in one workspace.
+pub fn partition(scope: &Scope) -> String {
+    format!("{}#{}", scope.tenant, scope.workspace)
+}
+
+/// Sort key of a path's head item.
+pub fn head_sk(path: &str) -> String {
+    format!("{HEAD_PREFIX}{path}")
+}
+
+pub const HEAD_PREFIX: &str = "head#";
+
+/// Sort key of version item `seq` of a path; the zero-padded seq keeps items in order.
+pub fn version_sk(path: &str, seq: u64) -> String {
+    format!("ver#{path}#{seq:020}")
+}
+
+pub fn idempotency_sk(key: &str) -> String {
+    format!("idem#{key}")
+}
+
+/// Sort key of the workspace's live-file counter.
+pub const COUNT_SK: &str = "count";
+
+/// Where a file's bodies live in S3 (one key, many S3 versions).
+pub fn body_key(scope: &Scope, path: &FilePath) -> String {
+    format!("{}files/{}", scope.key_prefix(), path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sibling_tenants_never_share_a_key_prefix() {
+        let a = Scope::parse("acme", "main").unwrap();
+        let b = Scope::parse("acme-evil", "main").unwrap();
+        let pa = partition(&a);
+        let pb = partition(&b);
+        assert!(pa.starts_with("acme#") && !pb.starts_with("acme#"));
+        assert_ne!(pa, pb);
+        let p = FilePath::parse("x").unwrap();
+        assert!(!body_key(&b, &p).starts_with(&a.key_prefix()));
+    }
+}

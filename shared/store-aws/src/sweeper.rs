@@ -1,0 +1,143 @@
+//! The orphan sweeper behind `functions/sweep`: deletes S3 body versions that no version
+//! item points to and that are older than a grace period. Orphans arise when a body was
+//! uploaded but its commit failed (a 409, a crash between the two writes); the grace
+//! period keeps the sweeper away from uploads whose commit is still in flight.
+
+use crate::dynamo::aws_err;
+use crate::items::{get_s, s};
+use crate::keys;
+use std::collections::{HashMap, HashSet};
+use workspace_core::model::Millis;
+use workspace_core::{FilePath, Result, Scope};
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SweepReport {
+    pub examined: usize,
+    pub deleted: usize,
+}
+
+pub struct Sweeper {
+    pub s3: aws_sdk_s3::Client,
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub bucket: String,
+    pub table: String,
+}
+
+/// `t/<tenant>/w/<workspace>/files/<path>` back into its scope and path.
+fn parse_body_key(key: &str) -> Option<(Scope, FilePath)> {
+    let rest = key.strip_prefix("t/")?;
+    let (tenant, rest) = rest.split_once("/w/")?;
+    let (workspace, path) = rest.split_once("/files/")?;
+    Some((
+        Scope::parse(tenant, workspace).ok()?,
+        FilePath::parse(path).ok()?,
+    ))
+}
+
+impl Sweeper {
+    /// The S3 version ids that version items of this path point to.
+    async fn referenced(&self, scope: &Scope, path: &FilePath) -> Result<HashSet<String>> {
+        let mut ids = HashSet::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .dynamodb
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :ver)")
+                .expression_attribute_values(":pk", s(keys::partition(scope)))
+                .expression_attribute_values(":ver", s(format!("ver#{path}#")))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(aws_err)?;
+            for item in out.items() {
+                if let Ok(id) = get_s(item, "bodyVersionId") {
+                    ids.insert(id);
+                }
+            }
+            match out.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => return Ok(ids),
+            }
+        }
+    }
+
+    /// Deletes unreferenced body versions last modified before `now - grace`.
+    pub async fn sweep(&self, now: Millis, grace_ms: Millis) -> Result<SweepReport> {
+        let cutoff = now - grace_ms;
+        let mut report = SweepReport::default();
+        let mut cache: HashMap<String, HashSet<String>> = HashMap::new();
+        let (mut key_marker, mut version_marker) = (None, None);
+        loop {
+            let page = self
+                .s3
+                .list_object_versions()
+                .bucket(&self.bucket)
+                .prefix("t/")
+                .set_key_marker(key_marker.take())
+                .set_version_id_marker(version_marker.take())
+                .send()
+                .await
+                .map_err(aws_err)?;
+            let mut doomed = Vec::new();
+            for v in page.versions() {
+                let (Some(key), Some(id)) = (v.key(), v.version_id()) else {
+                    continue;
+                };
+                report.examined += 1;
+                let modified = v
+                    .last_modified()
+                    .map_or(i64::MAX, |t| t.to_millis().unwrap_or(i64::MAX));
+                if modified > cutoff {
+                    continue;
+                }
+                let Some((scope, path)) = parse_body_key(key) else {
+                    continue;
+                };
+                if !cache.contains_key(key) {
+                    let ids = self.referenced(&scope, &path).await?;
+                    cache.insert(key.to_owned(), ids);
+                }
+                if !cache.get(key).is_some_and(|ids| ids.contains(id)) {
+                    doomed.push((key.to_owned(), id.to_owned()));
+                }
+            }
+            for (key, id) in doomed {
+                // One call per version: needs only s3:DeleteObjectVersion.
+                self.s3
+                    .delete_object()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .version_id(id)
+                    .send()
+                    .await
+                    .map_err(aws_err)?;
+                report.deleted += 1;
+            }
+            if page.is_truncated() == Some(true) {
+                key_marker = page.next_key_marker().map(str::to_owned);
+                version_marker = page.next_version_id_marker().map(str::to_owned);
+            } else {
+                return Ok(report);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_keys_parse_back() {
+        let (scope, path) = parse_body_key("t/acme/w/main/files/a/b.md").unwrap();
+        assert_eq!(
+            (scope.to_string(), path.as_str()),
+            ("acme/main".to_owned(), "a/b.md")
+        );
+        assert!(parse_body_key("t/acme/w/main/other/x").is_none());
+        assert!(parse_body_key("t/a#b/w/main/files/x").is_none());
+    }
+}

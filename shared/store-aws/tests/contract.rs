@@ -1,0 +1,18 @@
+//! The shared contract suite, unchanged, against the AWS adapters on the moto emulator.
+
+mod common;
+
+use std::sync::Arc;
+use workspace_contract::{contract_tests, Backend};
+use workspace_store_aws::{DynamoMeta, S3Bodies};
+
+async fn backend() -> Backend {
+    let env = common::fresh(None).await;
+    Backend {
+        meta: Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), env.table)),
+        bodies: Arc::new(S3Bodies::new(env.clients.s3.clone(), env.bucket)),
+        guard: Box::new(()),
+    }
+}
+
+contract_tests!(backend);
