@@ -116,3 +116,199 @@ pub async fn fresh(interceptor: Option<SharedInterceptor>) -> Env {
         stream_arn,
     }
 }
+
+use workspace_store_aws::events::{Attr, Image, StreamRecord};
+
+fn image(
+    m: &std::collections::HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>,
+) -> Image {
+    use aws_sdk_dynamodbstreams::types::AttributeValue as A;
+    m.iter()
+        .filter_map(|(k, v)| {
+            let a = match v {
+                A::S(s) => Attr::S(s.clone()),
+                A::N(n) => Attr::N(n.clone()),
+                A::Bool(b) => Attr::Bool(*b),
+                _ => return None,
+            };
+            Some((k.clone(), a))
+        })
+        .collect()
+}
+
+/// Every record the table's stream holds so far, oldest first, as the publisher sees them.
+pub async fn stream_records(arn: &str) -> Vec<StreamRecord> {
+    use aws_sdk_dynamodbstreams::types::ShardIteratorType;
+    let client = aws_sdk_dynamodbstreams::Client::new(&sdk_config());
+    let desc = client
+        .describe_stream()
+        .stream_arn(arn)
+        .send()
+        .await
+        .expect("describe stream");
+    let mut out = Vec::new();
+    let shards = desc
+        .stream_description
+        .map(|d| d.shards.unwrap_or_default())
+        .unwrap_or_default();
+    for shard in shards {
+        let Some(id) = shard.shard_id else { continue };
+        let mut it = client
+            .get_shard_iterator()
+            .stream_arn(arn)
+            .shard_id(id)
+            .shard_iterator_type(ShardIteratorType::TrimHorizon)
+            .send()
+            .await
+            .expect("shard iterator")
+            .shard_iterator;
+        while let Some(i) = it {
+            let page = client
+                .get_records()
+                .shard_iterator(i)
+                .send()
+                .await
+                .expect("get records");
+            let records = page.records.unwrap_or_default();
+            if records.is_empty() {
+                break;
+            }
+            for r in records {
+                let Some(d) = r.dynamodb else { continue };
+                out.push(StreamRecord {
+                    event_name: r
+                        .event_name
+                        .map(|e| e.as_str().to_owned())
+                        .unwrap_or_default(),
+                    sequence_number: d.sequence_number.clone().unwrap_or_default(),
+                    new_image: d.new_image.as_ref().map(image),
+                    old_image: d.old_image.as_ref().map(image),
+                });
+            }
+            it = page.next_shard_iterator;
+        }
+    }
+    out
+}
+
+/// An event bus whose `workspace.updated` events land in a fresh SQS queue.
+pub struct Observed {
+    pub bus: String,
+    pub queue_url: String,
+    pub sqs: aws_sdk_sqs::Client,
+}
+
+pub async fn observed_bus() -> Observed {
+    let conf = sdk_config();
+    let eb = aws_sdk_eventbridge::Client::new(&conf);
+    let sqs = aws_sdk_sqs::Client::new(&conf);
+    let bus = unique("ws-bus");
+    eb.create_event_bus()
+        .name(&bus)
+        .send()
+        .await
+        .expect("create bus");
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(unique("ws-events"))
+        .send()
+        .await
+        .expect("create queue")
+        .queue_url
+        .expect("queue url");
+    let arn = sqs
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .expect("queue attributes")
+        .attributes
+        .and_then(|a| {
+            a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+                .cloned()
+        })
+        .expect("queue arn");
+    let rule = unique("ws-rule");
+    eb.put_rule()
+        .name(&rule)
+        .event_bus_name(&bus)
+        .event_pattern(r#"{"source": ["agent-workspace"], "detail-type": ["workspace.updated"]}"#)
+        .send()
+        .await
+        .expect("put rule");
+    eb.put_targets()
+        .rule(&rule)
+        .event_bus_name(&bus)
+        .targets(
+            aws_sdk_eventbridge::types::Target::builder()
+                .id("queue")
+                .arn(arn)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .expect("put targets");
+    Observed {
+        bus,
+        queue_url,
+        sqs,
+    }
+}
+
+impl Observed {
+    /// Reads messages until `want` arrived or a few quiet seconds passed; returns the
+    /// EventBridge envelopes (JSON).
+    pub async fn drain(&self, want: usize) -> Vec<serde_json::Value> {
+        let mut got = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(8);
+        while std::time::Instant::now() < deadline {
+            let out = self
+                .sqs
+                .receive_message()
+                .queue_url(&self.queue_url)
+                .max_number_of_messages(10)
+                .wait_time_seconds(1)
+                .send()
+                .await
+                .expect("receive");
+            for m in out.messages.unwrap_or_default() {
+                got.push(
+                    serde_json::from_str(m.body().unwrap_or("null")).expect("message is JSON"),
+                );
+                if let Some(h) = m.receipt_handle() {
+                    let _ = self
+                        .sqs
+                        .delete_message()
+                        .queue_url(&self.queue_url)
+                        .receipt_handle(h)
+                        .send()
+                        .await;
+                }
+            }
+            if got.len() > want {
+                break;
+            }
+            if got.len() == want {
+                // One more short look, so an extra (wrong) event would be seen.
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                let extra = self
+                    .sqs
+                    .receive_message()
+                    .queue_url(&self.queue_url)
+                    .max_number_of_messages(10)
+                    .send()
+                    .await
+                    .expect("receive");
+                for m in extra.messages.unwrap_or_default() {
+                    got.push(
+                        serde_json::from_str(m.body().unwrap_or("null")).expect("message is JSON"),
+                    );
+                }
+                break;
+            }
+        }
+        got
+    }
+}

@@ -1,0 +1,305 @@
+//! What only the AWS backend has, on the emulator: events driven from the DynamoDB stream
+//! and observed on an SQS queue, pruning of S3 versions, retried publishing, and the sweeper.
+
+mod common;
+
+use std::sync::Arc;
+use workspace_core::ports::{BodyStore, LogEvents, RandomIds, SystemClock};
+use workspace_core::{
+    FilePath, Identity, Limits, PutRequest, Scope, WorkspaceError, WorkspaceService,
+};
+use workspace_store_aws::events::{EventBridgeSink, Work};
+use workspace_store_aws::publisher::Publisher;
+use workspace_store_aws::sweeper::Sweeper;
+use workspace_store_aws::{DynamoMeta, S3Bodies};
+
+fn service(env: &common::Env, max_versions: u64) -> WorkspaceService {
+    WorkspaceService::new(
+        Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table)),
+        Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
+        Arc::new(LogEvents),
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        Limits {
+            max_versions,
+            ..Limits::default()
+        },
+    )
+}
+
+fn alice() -> Identity {
+    Identity {
+        scope: Scope::parse("acme", "main").unwrap(),
+        principal: "alice".into(),
+    }
+}
+
+fn put(path: &str, content: &str, if_match: Option<&str>) -> PutRequest {
+    PutRequest {
+        path: Some(FilePath::parse(path).unwrap()),
+        content: content.as_bytes().to_vec(),
+        if_match: if_match.map(str::to_owned),
+        ..PutRequest::default()
+    }
+}
+
+fn publisher(env: &common::Env, bus: &str) -> Publisher {
+    Publisher {
+        sink: EventBridgeSink::new(env.clients.eventbridge.clone(), bus),
+        bodies: S3Bodies::new(env.clients.s3.clone(), &env.bucket),
+    }
+}
+
+async fn s3_versions(env: &common::Env, key: &str) -> Vec<String> {
+    let out = env
+        .clients
+        .s3
+        .list_object_versions()
+        .bucket(&env.bucket)
+        .prefix(key)
+        .send()
+        .await
+        .unwrap();
+    out.versions()
+        .iter()
+        .filter(|v| v.key() == Some(key))
+        .filter_map(|v| v.version_id().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn committed_changes_reach_a_queue_and_failed_writes_never_do() {
+    let env = common::fresh(None).await;
+    let observed = common::observed_bus().await;
+    let svc = service(&env, 20);
+    let v1 = svc
+        .put(&alice(), put("notes/a.md", "SECRET-CONTENT-1", None))
+        .await
+        .unwrap();
+    svc.put(
+        &alice(),
+        put("notes/a.md", "SECRET-CONTENT-2", Some(&v1.meta.etag)),
+    )
+    .await
+    .unwrap();
+    // A stale precondition: refused, so nothing may be announced for it.
+    let stale = svc
+        .put(
+            &alice(),
+            put("notes/a.md", "SECRET-CONTENT-3", Some(&v1.meta.etag)),
+        )
+        .await;
+    assert!(matches!(
+        stale,
+        Err(WorkspaceError::Conflict {
+            current_version: 2,
+            ..
+        })
+    ));
+    svc.delete(&alice(), &FilePath::parse("notes/a.md").unwrap(), None)
+        .await
+        .unwrap();
+
+    let records = common::stream_records(env.stream_arn.as_deref().expect("stream")).await;
+    let failed = publisher(&env, &observed.bus).process(&records).await;
+    assert!(failed.is_empty(), "{failed:?}");
+
+    let got = observed.drain(3).await;
+    let mut seen: Vec<(String, u64, String)> = got
+        .iter()
+        .map(|m| {
+            assert_eq!(m["source"], "agent-workspace");
+            assert_eq!(m["detail-type"], "workspace.updated");
+            let d = &m["detail"];
+            assert_eq!(
+                (
+                    d["tenant"].as_str(),
+                    d["workspace"].as_str(),
+                    d["principal"].as_str()
+                ),
+                (Some("acme"), Some("main"), Some("alice"))
+            );
+            assert!(d["etag"].as_str().is_some_and(|e| e.starts_with('"')));
+            assert!(d["time"].as_str().is_some_and(|t| t.ends_with('Z')));
+            assert!(
+                !m.to_string().contains("SECRET-CONTENT"),
+                "events never carry content: {m}"
+            );
+            assert!(d.get("content").is_none());
+            (
+                d["path"].as_str().unwrap().to_owned(),
+                d["version"].as_u64().unwrap(),
+                d["operation"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("notes/a.md".into(), 1, "put".into()),
+            ("notes/a.md".into(), 2, "put".into()),
+            ("notes/a.md".into(), 3, "delete".into())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_publisher_that_fails_after_commit_delivers_on_the_retry() {
+    let env = common::fresh(None).await;
+    let observed = common::observed_bus().await;
+    let svc = service(&env, 20);
+    svc.put(&alice(), put("crash.md", "x", None)).await.unwrap();
+    let records = common::stream_records(env.stream_arn.as_deref().unwrap()).await;
+    let announcing: Vec<String> = records
+        .iter()
+        .filter(|r| {
+            matches!(
+                workspace_store_aws::events::plan(r),
+                Ok(Some(Work::Announce(_)))
+            )
+        })
+        .map(|r| r.sequence_number.clone())
+        .collect();
+    assert_eq!(announcing.len(), 1);
+
+    // First attempt: the bus is unreachable (as if the publisher died mid-batch). The
+    // record is reported failed, so the stream hands it over again.
+    let failed = publisher(&env, "no-such-bus").process(&records).await;
+    assert!(failed.contains(&announcing[0]), "{failed:?}");
+    assert!(observed.drain(0).await.is_empty());
+
+    // The retry delivers it.
+    let failed = publisher(&env, &observed.bus).process(&records).await;
+    assert!(failed.is_empty());
+    let got = observed.drain(1).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0]["detail"]["path"], "crash.md");
+}
+
+#[tokio::test]
+async fn retention_prunes_version_items_and_their_s3_versions() {
+    let env = common::fresh(None).await;
+    let observed = common::observed_bus().await;
+    let svc = service(&env, 2);
+    for i in 1..=5 {
+        svc.put(&alice(), put("r.md", &format!("v{i}"), None))
+            .await
+            .unwrap();
+    }
+    let path = FilePath::parse("r.md").unwrap();
+    let scope = alice().scope;
+    for n in 1..=3 {
+        assert!(
+            matches!(
+                svc.get(&scope, &path, Some(n)).await,
+                Err(WorkspaceError::NotFound(_))
+            ),
+            "v{n} pruned"
+        );
+    }
+    assert_eq!(
+        svc.get(&scope, &path, Some(4)).await.unwrap().content,
+        b"v4"
+    );
+    assert_eq!(
+        s3_versions(&env, "t/acme/w/main/files/r.md").await.len(),
+        5,
+        "bodies go off the request path"
+    );
+
+    let records = common::stream_records(env.stream_arn.as_deref().unwrap()).await;
+    assert!(publisher(&env, &observed.bus)
+        .process(&records)
+        .await
+        .is_empty());
+    let left = s3_versions(&env, "t/acme/w/main/files/r.md").await;
+    assert_eq!(
+        left.len(),
+        2,
+        "only the retained versions keep bodies: {left:?}"
+    );
+    assert_eq!(
+        svc.get(&scope, &path, Some(4)).await.unwrap().content,
+        b"v4"
+    );
+    assert_eq!(svc.get(&scope, &path, None).await.unwrap().content, b"v5");
+}
+
+#[tokio::test]
+async fn the_sweeper_removes_orphans_after_the_grace_period_only() {
+    let env = common::fresh(None).await;
+    let svc = service(&env, 20);
+    let kept = svc
+        .put(&alice(), put("kept.md", "committed", None))
+        .await
+        .unwrap();
+    // A crash between the S3 upload and the commit leaves a body nothing points to.
+    let bodies = S3Bodies::new(env.clients.s3.clone(), &env.bucket);
+    let orphan = bodies
+        .put(
+            "t/acme/w/main/files/kept.md",
+            b"never committed".to_vec(),
+            "text/plain",
+        )
+        .await
+        .unwrap();
+    let stray = bodies
+        .put(
+            "t/acme/w/main/files/ghost.md",
+            b"never committed".to_vec(),
+            "text/plain",
+        )
+        .await
+        .unwrap();
+    let sweeper = Sweeper {
+        s3: env.clients.s3.clone(),
+        dynamodb: env.clients.dynamodb.clone(),
+        bucket: env.bucket.clone(),
+        table: env.table.clone(),
+    };
+    let now = workspace_core::ports::Clock::now_ms(&SystemClock);
+    let hour = 3_600_000;
+    // Within the grace period an upload may still be about to commit: left alone.
+    let report = sweeper.sweep(now, hour).await.unwrap();
+    assert_eq!(report.deleted, 0);
+    // Past it, exactly the two orphans go.
+    let report = sweeper.sweep(now + 2 * hour, hour).await.unwrap();
+    assert_eq!(report.deleted, 2, "{report:?}");
+    assert!(bodies.get(&orphan).await.unwrap().is_none());
+    assert!(bodies.get(&stray).await.unwrap().is_none());
+    let read = svc
+        .get(&alice().scope, &FilePath::parse("kept.md").unwrap(), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        (read.content.as_slice(), read.meta.etag),
+        (&b"committed"[..], kept.meta.etag)
+    );
+}
+
+#[tokio::test]
+async fn a_failed_condition_leaves_no_body_behind() {
+    let env = common::fresh(None).await;
+    let svc = service(&env, 20);
+    let v1 = svc.put(&alice(), put("c.md", "one", None)).await.unwrap();
+    svc.put(&alice(), put("c.md", "two", None)).await.unwrap();
+    let before = s3_versions(&env, "t/acme/w/main/files/c.md").await;
+    let err = svc
+        .put(&alice(), put("c.md", "three", Some(&v1.meta.etag)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, WorkspaceError::Conflict { .. }));
+    assert_eq!(
+        s3_versions(&env, "t/acme/w/main/files/c.md").await,
+        before,
+        "the uncommitted body was removed"
+    );
+    assert_eq!(
+        svc.get(&alice().scope, &FilePath::parse("c.md").unwrap(), None)
+            .await
+            .unwrap()
+            .content,
+        b"two"
+    );
+}
