@@ -2,6 +2,7 @@
 //! and every commit decision in DynamoDB ([`dynamo`]), `workspace.updated` on EventBridge
 //! ([`events`]). Clients are built once ([`AwsClients::from_env`]) and shared.
 
+pub mod calls;
 pub mod dynamo;
 pub mod events;
 pub mod items;

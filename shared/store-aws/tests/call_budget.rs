@@ -1,0 +1,107 @@
+//! AWS calls per operation, counted on the emulator with an SDK interceptor: what each
+//! operation costs and how many round trips it waits for in sequence.
+
+mod common;
+
+use std::sync::Arc;
+use workspace_core::ports::{LogEvents, RandomIds, SystemClock};
+use workspace_core::{FilePath, Identity, Limits, PathPrefix, PutRequest, Scope, WorkspaceService};
+use workspace_store_aws::calls::CallLog;
+use workspace_store_aws::{DynamoMeta, S3Bodies};
+
+fn who() -> Identity {
+    Identity {
+        scope: Scope::parse("acme", "main").unwrap(),
+        principal: "alice".into(),
+    }
+}
+
+fn put(path: &str, content: &str, if_match: Option<String>) -> PutRequest {
+    PutRequest {
+        path: Some(FilePath::parse(path).unwrap()),
+        content: content.as_bytes().to_vec(),
+        if_match,
+        ..PutRequest::default()
+    }
+}
+
+#[tokio::test]
+async fn each_operation_stays_within_its_call_budget() {
+    let log = CallLog::default();
+    let env = common::fresh(Some(log.interceptor())).await;
+    let svc = WorkspaceService::new(
+        Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table)),
+        Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
+        Arc::new(LogEvents),
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        Limits::default(),
+    );
+    let path = FilePath::parse("notes/a.md").unwrap();
+    let scope = who().scope;
+
+    // PUT: the body upload and the head read run side by side, then one transaction.
+    log.reset();
+    let v1 = svc
+        .put(&who(), put("notes/a.md", "one", None))
+        .await
+        .unwrap();
+    assert_eq!(
+        log.calls(),
+        [
+            "DynamoDB.GetItem",
+            "DynamoDB.TransactWriteItems",
+            "S3.PutObject"
+        ]
+    );
+    assert_eq!(log.sequential_depth(), 2, "PUT waits for two round trips");
+
+    log.reset();
+    svc.put(&who(), put("notes/a.md", "two", Some(v1.meta.etag)))
+        .await
+        .unwrap();
+    assert_eq!(
+        log.calls(),
+        [
+            "DynamoDB.GetItem",
+            "DynamoDB.TransactWriteItems",
+            "S3.PutObject"
+        ]
+    );
+    assert_eq!(log.sequential_depth(), 2);
+
+    // GET: the head (it carries the latest body's VersionId), then the body.
+    log.reset();
+    assert_eq!(svc.get(&scope, &path, None).await.unwrap().content, b"two");
+    assert_eq!(log.calls(), ["DynamoDB.GetItem", "S3.GetObject"]);
+    assert_eq!(log.sequential_depth(), 2);
+
+    // A past version needs its version item too.
+    log.reset();
+    assert_eq!(
+        svc.get(&scope, &path, Some(1)).await.unwrap().content,
+        b"one"
+    );
+    assert_eq!(
+        log.calls(),
+        ["DynamoDB.GetItem", "DynamoDB.GetItem", "S3.GetObject"]
+    );
+
+    // LIST: one Query.
+    log.reset();
+    let page = svc
+        .list(&scope, &PathPrefix::default(), None, None)
+        .await
+        .unwrap();
+    assert_eq!(page.files.len(), 1);
+    assert_eq!(log.calls(), ["DynamoDB.Query"]);
+
+    // DELETE: the head, then one transaction.
+    log.reset();
+    svc.delete(&who(), &path, None).await.unwrap();
+    assert_eq!(
+        log.calls(),
+        ["DynamoDB.GetItem", "DynamoDB.TransactWriteItems"]
+    );
+    assert_eq!(log.sequential_depth(), 2);
+}
