@@ -44,6 +44,8 @@ for _ in range(300):
 sys.exit("moto did not answer on " + url)
 WAIT
 export WORKSPACE_TEST_MOTO_URL="http://127.0.0.1:$port"
+# cargo-lambda (for `cargo lambda watch` / `invoke` in the function tests) lives in the venv.
+export PATH="$PWD/$venv/bin:$PATH"
 
 echo "== cargo test"
 cargo test --workspace --locked

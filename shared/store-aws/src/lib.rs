@@ -10,6 +10,8 @@ pub mod keys;
 pub mod publisher;
 pub mod s3;
 pub mod sweeper;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use dynamo::DynamoMeta;
 pub use s3::S3Bodies;

@@ -1,12 +1,11 @@
 //! AWS calls per operation, counted on the emulator with an SDK interceptor: what each
 //! operation costs and how many round trips it waits for in sequence.
 
-mod common;
-
 use std::sync::Arc;
 use workspace_core::ports::{LogEvents, RandomIds, SystemClock};
 use workspace_core::{FilePath, Identity, Limits, PathPrefix, PutRequest, Scope, WorkspaceService};
 use workspace_store_aws::calls::CallLog;
+use workspace_store_aws::testing as common;
 use workspace_store_aws::{DynamoMeta, S3Bodies};
 
 fn who() -> Identity {

@@ -1,8 +1,6 @@
 //! What only the AWS backend has, on the emulator: events driven from the DynamoDB stream
 //! and observed on an SQS queue, pruning of S3 versions, retried publishing, and the sweeper.
 
-mod common;
-
 use std::sync::Arc;
 use workspace_core::ports::{BodyStore, LogEvents, RandomIds, SystemClock};
 use workspace_core::{
@@ -11,6 +9,7 @@ use workspace_core::{
 use workspace_store_aws::events::{EventBridgeSink, Work};
 use workspace_store_aws::publisher::Publisher;
 use workspace_store_aws::sweeper::Sweeper;
+use workspace_store_aws::testing as common;
 use workspace_store_aws::{DynamoMeta, S3Bodies};
 
 fn service(env: &common::Env, max_versions: u64) -> WorkspaceService {

@@ -1,9 +1,8 @@
 //! The shared contract suite, unchanged, against the AWS adapters on the moto emulator.
 
-mod common;
-
 use std::sync::Arc;
 use workspace_contract::{contract_tests, Backend};
+use workspace_store_aws::testing as common;
 use workspace_store_aws::{DynamoMeta, S3Bodies};
 
 async fn backend() -> Backend {

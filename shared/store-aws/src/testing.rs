@@ -1,9 +1,9 @@
-//! The AWS emulator for tests: `tests/run.sh` starts one moto server on a free loopback
+//! Test support (feature `testing`), shared by every crate whose tests run on the AWS
+//! emulator. `tests/run.sh` starts one moto server on a free loopback
 //! port and exports its URL as `WORKSPACE_TEST_MOTO_URL` (and stops it afterwards). Each
 //! test makes its own bucket and table, so tests share the server without sharing state.
 
-#![allow(dead_code)]
-
+use crate::AwsClients;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
@@ -11,7 +11,6 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_s3::types::{BucketVersioningStatus, VersioningConfiguration};
 use aws_smithy_runtime_api::client::interceptors::SharedInterceptor;
-use workspace_store_aws::AwsClients;
 
 pub fn moto_url() -> String {
     std::env::var("WORKSPACE_TEST_MOTO_URL").unwrap_or_else(|_| {
@@ -35,11 +34,16 @@ pub fn sdk_config() -> SdkConfig {
 
 /// A unique lowercase name for this test's bucket and table.
 pub fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}", hex(rand::random::<[u8; 6]>()))
-}
-
-fn hex(b: [u8; 6]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "{prefix}-{}-{nanos:x}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 pub struct Env {
@@ -117,7 +121,7 @@ pub async fn fresh(interceptor: Option<SharedInterceptor>) -> Env {
     }
 }
 
-use workspace_store_aws::events::{Attr, Image, StreamRecord};
+use crate::events::{Attr, Image, StreamRecord};
 
 fn image(
     m: &std::collections::HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>,

@@ -1,0 +1,125 @@
+//! Every recorded event in `events/` through the real function binary: `cargo lambda watch`
+//! runs the functions (built from this workspace) against the moto emulator, and
+//! `cargo lambda invoke` sends each event. `tests/run.sh` puts cargo-lambda on PATH and
+//! starts moto.
+
+use serde_json::Value;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use workspace_store_aws::testing;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `cargo lambda watch` and the functions it starts, stopped (whole process group) on drop.
+struct Watch {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let pgid = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &pgid]).status();
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = Command::new("kill").args(["-KILL", "--", &pgid]).status();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn start_watch(env: &[(&str, String)]) -> Watch {
+    use std::os::unix::process::CommandExt;
+    let port = free_port();
+    let child = Command::new("cargo")
+        .current_dir(root())
+        .args(["lambda", "watch", "--quiet", "--ignore-changes"])
+        .args(["--invoke-address", "127.0.0.1", "--invoke-port", &port.to_string()])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("`cargo lambda` is on PATH (tests/run.sh installs it into .venv)");
+    let watch = Watch { child, port };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "cargo lambda watch never listened");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    watch
+}
+
+/// Invokes `function` with `events/<file>` and returns the function's JSON answer.
+fn invoke(watch: &Watch, function: &str, file: &str) -> Value {
+    let out = Command::new("cargo")
+        .current_dir(root())
+        .args(["lambda", "invoke", function, "--invoke-address", "127.0.0.1"])
+        .args(["--invoke-port", &watch.port.to_string()])
+        .args(["--data-file", &format!("events/{file}")])
+        .output()
+        .expect("cargo lambda invoke");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "invoke {function} {file} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{function} {file}: {e}: {stdout}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_recorded_event_runs_through_its_function_binary() {
+    let env = testing::fresh(None).await;
+    let observed = testing::observed_bus().await;
+    let settings = vec![
+        ("AWS_ENDPOINT_URL", testing::moto_url()),
+        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("WORKSPACE_TABLE", env.table.clone()),
+        ("WORKSPACE_BUCKET", env.bucket.clone()),
+        ("WORKSPACE_EVENT_BUS", observed.bus.clone()),
+        ("WORKSPACE_ORPHAN_GRACE_SECONDS", "3600".to_owned()),
+    ];
+    let watch = tokio::task::spawn_blocking(move || start_watch(&settings)).await.unwrap();
+    let w = &watch;
+
+    let status = |v: &Value| v["statusCode"].as_u64().unwrap_or_default();
+    let body = |v: &Value| -> Value { serde_json::from_str(v["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null) };
+
+    let put = invoke(w, "fn-put", "put-file.json");
+    assert_eq!(status(&put), 200, "{put}");
+    assert_eq!(body(&put)["version"], 1);
+    let get = invoke(w, "fn-get", "get-file.json");
+    assert_eq!((status(&get), body(&get)["content"].as_str()), (200, Some("hello")), "{get}");
+    let list = invoke(w, "fn-list", "list-files.json");
+    assert_eq!(status(&list), 200, "{list}");
+    assert_eq!(body(&list)["files"][0]["path"], "notes/today.md");
+    let health = invoke(w, "fn-get", "health.json");
+    assert_eq!(status(&health), 200, "{health}");
+    let delete = invoke(w, "fn-delete", "delete-file.json");
+    assert_eq!(status(&delete), 204, "{delete}");
+
+    // The stream publisher announces a recorded version item, and the sweeper runs.
+    let published = invoke(w, "fn-publish", "stream-insert.json");
+    assert_eq!(published["batchItemFailures"], serde_json::json!([]), "{published}");
+    let got = observed.drain(1).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["detail"]["path"], "notes/today.md");
+    let removed = invoke(w, "fn-publish", "stream-remove.json");
+    assert_eq!(removed["batchItemFailures"], serde_json::json!([]), "{removed}");
+    let swept = invoke(w, "fn-sweep", "schedule-sweep.json");
+    assert!(swept["examined"].as_u64().is_some_and(|n| n >= 1), "{swept}");
+    drop(watch);
+}
