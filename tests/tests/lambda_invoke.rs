@@ -43,7 +43,12 @@ fn start_watch(env: &[(&str, String)]) -> Watch {
     let child = Command::new("cargo")
         .current_dir(root())
         .args(["lambda", "watch", "--quiet", "--ignore-changes"])
-        .args(["--invoke-address", "127.0.0.1", "--invoke-port", &port.to_string()])
+        .args([
+            "--invoke-address",
+            "127.0.0.1",
+            "--invoke-port",
+            &port.to_string(),
+        ])
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -54,7 +59,10 @@ fn start_watch(env: &[(&str, String)]) -> Watch {
     let watch = Watch { child, port };
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "cargo lambda watch never listened");
+        assert!(
+            Instant::now() < deadline,
+            "cargo lambda watch never listened"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     watch
@@ -64,7 +72,13 @@ fn start_watch(env: &[(&str, String)]) -> Watch {
 fn invoke(watch: &Watch, function: &str, file: &str) -> Value {
     let out = Command::new("cargo")
         .current_dir(root())
-        .args(["lambda", "invoke", function, "--invoke-address", "127.0.0.1"])
+        .args([
+            "lambda",
+            "invoke",
+            function,
+            "--invoke-address",
+            "127.0.0.1",
+        ])
         .args(["--invoke-port", &watch.port.to_string()])
         .args(["--data-file", &format!("events/{file}")])
         .output()
@@ -75,7 +89,8 @@ fn invoke(watch: &Watch, function: &str, file: &str) -> Value {
         "invoke {function} {file} failed: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{function} {file}: {e}: {stdout}"))
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{function} {file}: {e}: {stdout}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,17 +107,25 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         ("WORKSPACE_EVENT_BUS", observed.bus.clone()),
         ("WORKSPACE_ORPHAN_GRACE_SECONDS", "3600".to_owned()),
     ];
-    let watch = tokio::task::spawn_blocking(move || start_watch(&settings)).await.unwrap();
+    let watch = tokio::task::spawn_blocking(move || start_watch(&settings))
+        .await
+        .unwrap();
     let w = &watch;
 
     let status = |v: &Value| v["statusCode"].as_u64().unwrap_or_default();
-    let body = |v: &Value| -> Value { serde_json::from_str(v["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null) };
+    let body = |v: &Value| -> Value {
+        serde_json::from_str(v["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null)
+    };
 
     let put = invoke(w, "fn-put", "put-file.json");
     assert_eq!(status(&put), 200, "{put}");
     assert_eq!(body(&put)["version"], 1);
     let get = invoke(w, "fn-get", "get-file.json");
-    assert_eq!((status(&get), body(&get)["content"].as_str()), (200, Some("hello")), "{get}");
+    assert_eq!(
+        (status(&get), body(&get)["content"].as_str()),
+        (200, Some("hello")),
+        "{get}"
+    );
     let list = invoke(w, "fn-list", "list-files.json");
     assert_eq!(status(&list), 200, "{list}");
     assert_eq!(body(&list)["files"][0]["path"], "notes/today.md");
@@ -113,13 +136,24 @@ async fn every_recorded_event_runs_through_its_function_binary() {
 
     // The stream publisher announces a recorded version item, and the sweeper runs.
     let published = invoke(w, "fn-publish", "stream-insert.json");
-    assert_eq!(published["batchItemFailures"], serde_json::json!([]), "{published}");
+    assert_eq!(
+        published["batchItemFailures"],
+        serde_json::json!([]),
+        "{published}"
+    );
     let got = observed.drain(1).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["detail"]["path"], "notes/today.md");
     let removed = invoke(w, "fn-publish", "stream-remove.json");
-    assert_eq!(removed["batchItemFailures"], serde_json::json!([]), "{removed}");
+    assert_eq!(
+        removed["batchItemFailures"],
+        serde_json::json!([]),
+        "{removed}"
+    );
     let swept = invoke(w, "fn-sweep", "schedule-sweep.json");
-    assert!(swept["examined"].as_u64().is_some_and(|n| n >= 1), "{swept}");
+    assert!(
+        swept["examined"].as_u64().is_some_and(|n| n >= 1),
+        "{swept}"
+    );
     drop(watch);
 }
