@@ -28,21 +28,17 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 echo "== starting the AWS emulator (moto) on a free loopback port"
 mkdir -p target
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$venv/bin/moto_server" -H 127.0.0.1 -p "$port" > target/moto.log 2>&1 &
+rm -f target/moto.port
+"$venv/bin/python" tests/moto_server.py > target/moto.port 2> target/moto.log &
 moto_pid=$!
 trap 'kill "$moto_pid" 2>/dev/null || true; wait "$moto_pid" 2>/dev/null || true' EXIT
-python3 - "$port" <<'WAIT'
-import sys, time, urllib.request
-url = f"http://127.0.0.1:{sys.argv[1]}/moto-api/"
-for _ in range(300):
-    try:
-        urllib.request.urlopen(url, timeout=1)
-        sys.exit(0)
-    except Exception:
-        time.sleep(0.1)
-sys.exit("moto did not answer on " + url)
-WAIT
+for _ in $(seq 1 300); do
+  port=$(head -n 1 target/moto.port 2>/dev/null || true)
+  [ -n "$port" ] && break
+  kill -0 "$moto_pid" 2>/dev/null || { cat target/moto.log; echo "moto did not start"; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "moto did not report its port"; exit 1; }
 export WORKSPACE_TEST_MOTO_URL="http://127.0.0.1:$port"
 # cargo-lambda (for `cargo lambda watch` / `invoke` in the function tests) lives in the venv.
 export PATH="$PWD/$venv/bin:$PATH"

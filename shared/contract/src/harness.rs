@@ -50,6 +50,7 @@ impl Clock for ManualClock {
 pub struct Harness {
     pub app: Arc<App>,
     pub meta: Arc<dyn MetaStore>,
+    pub bodies: Arc<dyn BodyStore>,
     pub clock: Arc<ManualClock>,
     _guard: Box<dyn Any + Send + Sync>,
 }
@@ -160,7 +161,7 @@ impl Harness {
         let clock = Arc::new(ManualClock(AtomicI64::new(SystemClock.now_ms())));
         let service = WorkspaceService::new(
             backend.meta.clone(),
-            backend.bodies,
+            backend.bodies.clone(),
             Arc::new(LogEvents),
             clock.clone(),
             Arc::new(RandomIds),
@@ -169,6 +170,7 @@ impl Harness {
         Self {
             app: Arc::new(App::new(service, Arc::new(keys))),
             meta: backend.meta,
+            bodies: backend.bodies,
             clock,
             _guard: backend.guard,
         }

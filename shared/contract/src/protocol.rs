@@ -337,3 +337,52 @@ pub async fn error_envelope_is_flat_everywhere(h: Harness) {
         );
     }
 }
+
+/// Secrets used by the redaction case (well-known example values, not real credentials).
+pub const SECRET_AWS_KEY_ID: &str = "AKIAIOSFODNN7EXAMPLE";
+pub const SECRET_GITHUB: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+
+pub async fn secrets_are_redacted_before_storage(h: Harness) {
+    let text = format!("creds: {SECRET_AWS_KEY_ID}\ngh: {SECRET_GITHUB}\nkeep this line");
+    let put = h.put(KEY_A, "notes/creds.md", &text).await.assert_ok();
+    let stored = put["content"].as_str().unwrap().to_owned();
+    assert_eq!(
+        stored,
+        "creds: [REDACTED:aws-access-key-id]\ngh: [REDACTED:github-token]\nkeep this line"
+    );
+    assert_eq!(
+        h.get(KEY_A, "notes/creds.md").await.assert_ok()["content"],
+        stored.as_str()
+    );
+    let v1 = h
+        .call(
+            Method::GET,
+            "/v1/host/workspace/files/notes/creds.md?version=1",
+            Some(KEY_A),
+        )
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(v1["content"], stored.as_str());
+    assert_eq!(
+        put["size"],
+        stored.len(),
+        "size and etag describe the stored text"
+    );
+    // The adapter's own storage, read directly: no plaintext there either.
+    let scope = crate::harness::scope("acme", "main");
+    let path = workspace_core::FilePath::parse("notes/creds.md").unwrap();
+    let head = h.meta.head(&scope, &path).await.unwrap().expect("head");
+    let raw = h
+        .bodies
+        .get(head.body.as_ref().expect("body"))
+        .await
+        .unwrap()
+        .expect("raw body");
+    let raw = String::from_utf8(raw).unwrap();
+    assert!(
+        !raw.contains(SECRET_AWS_KEY_ID) && !raw.contains(SECRET_GITHUB),
+        "{raw}"
+    );
+    assert_eq!(raw, stored);
+}

@@ -6,6 +6,7 @@ pub mod limits;
 pub mod model;
 pub mod path;
 pub mod ports;
+pub mod redact;
 pub mod scope;
 pub mod service;
 

@@ -20,6 +20,7 @@ use crate::ports::{
     BodyStore, Clock, Commit, CommitOutcome, EventSink, Expect, IdSource, MetaStore, Operation,
     WorkspaceEvent,
 };
+use crate::redact::Redactor;
 use crate::scope::{Identity, Scope};
 use std::sync::Arc;
 
@@ -51,6 +52,7 @@ enum PutOutcome {
 }
 
 pub struct WorkspaceService {
+    redactor: Redactor,
     meta: Arc<dyn MetaStore>,
     bodies: Arc<dyn BodyStore>,
     events: Arc<dyn EventSink>,
@@ -138,6 +140,7 @@ impl WorkspaceService {
         limits: Limits,
     ) -> Self {
         Self {
+            redactor: Redactor::default(),
             meta,
             bodies,
             events,
@@ -145,6 +148,12 @@ impl WorkspaceService {
             ids,
             limits,
         }
+    }
+
+    /// Replaces the WSR-1 redactor (the default applies every structural rule).
+    pub fn with_redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     pub fn limits(&self) -> Limits {
@@ -269,6 +278,15 @@ impl WorkspaceService {
             });
         }
         let content_type = content_type_for(&path, req.content_type.clone())?;
+        // WSR-1: what is stored (and answered, and hashed) is the redacted text.
+        let mut req = req;
+        if let Ok(text) = std::str::from_utf8(&req.content) {
+            let redacted = self.redactor.redact(text, &[]);
+            if !redacted.hits.is_empty() {
+                tracing::info!(rules = ?redacted.hits, %path, "secrets redacted before storing");
+                req.content = redacted.text.into_bytes();
+            }
+        }
         let sha = sha256_hex(&req.content);
         let now = self.clock.now_ms();
 

@@ -16,3 +16,36 @@ async fn backend() -> Backend {
 }
 
 contract_tests!(backend);
+
+/// WSR-1 at the byte level: the database file itself never holds a written secret.
+#[tokio::test]
+async fn the_database_file_never_holds_a_written_secret() {
+    use workspace_contract::protocol::{SECRET_AWS_KEY_ID, SECRET_GITHUB};
+    let dir = tempfile::tempdir().expect("temp dir");
+    {
+        let store = Arc::new(EmbeddedStore::open(dir.path()).expect("open store"));
+        let h = workspace_contract::Harness::new(Backend {
+            meta: store.clone(),
+            bodies: store,
+            guard: Box::new(()),
+        })
+        .await;
+        for i in 0..3 {
+            let text = format!("v{i} {SECRET_AWS_KEY_ID} {SECRET_GITHUB}");
+            h.put(workspace_contract::harness::KEY_A, "creds.md", &text)
+                .await
+                .assert_ok();
+        }
+    }
+    let raw = std::fs::read(dir.path().join(workspace_store_embedded::DB_FILE)).expect("db file");
+    for secret in [SECRET_AWS_KEY_ID, SECRET_GITHUB] {
+        assert!(
+            !raw.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{secret} found in the database file"
+        );
+    }
+    assert!(
+        raw.windows(9).any(|w| w == b"REDACTED:"),
+        "the redacted text is what was stored"
+    );
+}
