@@ -17,6 +17,8 @@ use workspace_http::{App, PathForm};
 pub const KEY_A: &str = "key-acme-main-0123456789";
 pub const KEY_EVIL: &str = "key-acme-evil-0123456789";
 pub const KEY_OTHER: &str = "key-acme-other-012345678";
+/// `acme/main` with `workspace:read` only.
+pub const KEY_READ_ONLY: &str = "key-acme-main-readonly-01";
 
 pub const LIMITS: Limits = Limits {
     max_file_bytes: 1024,
@@ -158,6 +160,12 @@ impl Harness {
         keys.add(KEY_A, scope("acme", "main"), "alice".into());
         keys.add(KEY_EVIL, scope("acme-evil", "main"), "mallory".into());
         keys.add(KEY_OTHER, scope("acme", "other"), "olga".into());
+        keys.add_with_access(
+            KEY_READ_ONLY,
+            scope("acme", "main"),
+            "reader".into(),
+            workspace_core::Access::READ_ONLY,
+        );
         let clock = Arc::new(ManualClock(AtomicI64::new(SystemClock.now_ms())));
         let service = WorkspaceService::new(
             backend.meta.clone(),

@@ -37,6 +37,7 @@ macro_rules! contract_tests {
             protocol::bad_bodies_and_headers_are_400_and_change_nothing,
             protocol::error_envelope_is_flat_everywhere,
             protocol::secrets_are_redacted_before_storage,
+            protocol::read_only_credentials_read_but_never_write,
         );
     };
     (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {

@@ -1,7 +1,7 @@
 //! Contract cases for the protocol around the files: identity, the envelope, discovery,
 //! path encodings, and the bad-input list of DESIGN.md (each a 400 that changes nothing).
 
-use crate::harness::{file_uri, Harness, KEY_A, LIMITS};
+use crate::harness::{file_uri, Harness, KEY_A, KEY_READ_ONLY, LIMITS};
 use http::Method;
 use serde_json::{json, Value};
 
@@ -385,4 +385,32 @@ pub async fn secrets_are_redacted_before_storage(h: Harness) {
         "{raw}"
     );
     assert_eq!(raw, stored);
+}
+
+pub async fn read_only_credentials_read_but_never_write(h: Harness) {
+    h.put(KEY_A, "shared.md", "by the writer").await.assert_ok();
+    let before = h.state(KEY_A).await;
+    assert_eq!(
+        h.get(KEY_READ_ONLY, "shared.md").await.assert_ok()["content"],
+        "by the writer"
+    );
+    h.call(Method::GET, "/v1/host/workspace/files", Some(KEY_READ_ONLY))
+        .send()
+        .await
+        .assert_ok();
+    let e = h
+        .put(KEY_READ_ONLY, "shared.md", "overwrite")
+        .await
+        .assert_error(403, "forbidden");
+    assert!(
+        e["message"].as_str().unwrap().contains("workspace:write"),
+        "{e}"
+    );
+    h.put(KEY_READ_ONLY, "new.md", "create")
+        .await
+        .assert_error(403, "forbidden");
+    h.delete(KEY_READ_ONLY, "shared.md")
+        .await
+        .assert_error(403, "forbidden");
+    assert_eq!(h.state(KEY_A).await, before);
 }

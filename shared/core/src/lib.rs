@@ -14,5 +14,5 @@ pub use error::{Result, WorkspaceError};
 pub use limits::Limits;
 pub use model::{FileMeta, FilePage, StoredFile};
 pub use path::{FilePath, PathPrefix};
-pub use scope::{Identity, Scope, TenantId, WorkspaceId};
+pub use scope::{Access, Identity, Scope, TenantId, WorkspaceId};
 pub use service::{PutRequest, WorkspaceService};

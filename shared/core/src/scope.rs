@@ -83,11 +83,55 @@ impl fmt::Display for Scope {
     }
 }
 
-/// The authenticated caller: the scope it acts on and a principal name for audit.
+/// What a credential may do: `workspace:read` and/or `workspace:write`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Access {
+    pub read: bool,
+    pub write: bool,
+}
+
+impl Access {
+    pub const READ_WRITE: Self = Self {
+        read: true,
+        write: true,
+    };
+    pub const READ_ONLY: Self = Self {
+        read: true,
+        write: false,
+    };
+
+    /// From OAuth-style scope names (`workspace:read`, `workspace:write`); others ignored.
+    pub fn from_scopes<'a>(scopes: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut a = Self::default();
+        for s in scopes {
+            match s {
+                "workspace:read" => a.read = true,
+                "workspace:write" => a.write = true,
+                _ => {}
+            }
+        }
+        a
+    }
+}
+
+/// The authenticated caller: the scope it acts on, a principal name for audit, and what it
+/// may do there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
     pub scope: Scope,
     pub principal: String,
+    pub access: Access,
+}
+
+impl Identity {
+    /// A read-write identity (tests, development keys).
+    pub fn read_write(scope: Scope, principal: impl Into<String>) -> Self {
+        Self {
+            scope,
+            principal: principal.into(),
+            access: Access::READ_WRITE,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -101,6 +145,19 @@ mod tests {
         for bad in ["", "a/b", "a#b", "-a", "a b", "ä", &"a".repeat(65)] {
             assert!(TenantId::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn scopes_grant_only_what_they_name() {
+        assert_eq!(
+            Access::from_scopes("workspace:read workspace:write".split(' ')),
+            Access::READ_WRITE
+        );
+        assert_eq!(Access::from_scopes(["workspace:read"]), Access::READ_ONLY);
+        assert_eq!(
+            Access::from_scopes(["workspace:admin", "read"]),
+            Access::default()
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use http::request::Parts;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
-use workspace_core::{Identity, Result, Scope, WorkspaceError};
+use workspace_core::{Access, Identity, Result, Scope, WorkspaceError};
 
 #[async_trait]
 pub trait Authenticator: Send + Sync {
@@ -78,10 +78,19 @@ impl ApiKeys {
         Ok(keys)
     }
 
+    /// Adds a read-write key.
     pub fn add(&mut self, key: &str, scope: Scope, principal: String) {
+        self.add_with_access(key, scope, principal, Access::READ_WRITE);
+    }
+
+    pub fn add_with_access(&mut self, key: &str, scope: Scope, principal: String, access: Access) {
         self.entries.push(KeyEntry {
             digest: digest(key),
-            identity: Identity { scope, principal },
+            identity: Identity {
+                scope,
+                principal,
+                access,
+            },
         });
     }
 

@@ -19,7 +19,27 @@ pub use request::PathForm;
 use routes::{match_route, Matched, Route};
 use serde_json::json;
 use std::sync::Arc;
-use workspace_core::{Result, WorkspaceService};
+use workspace_core::{Identity, Result, WorkspaceError, WorkspaceService};
+
+fn require_read(who: &Identity) -> Result<()> {
+    if who.access.read {
+        Ok(())
+    } else {
+        Err(WorkspaceError::Forbidden(
+            "this credential may not read files: it needs the workspace:read scope".to_owned(),
+        ))
+    }
+}
+
+fn require_write(who: &Identity) -> Result<()> {
+    if who.access.write {
+        Ok(())
+    } else {
+        Err(WorkspaceError::Forbidden(
+            "this credential may not change files: it needs the workspace:write scope".to_owned(),
+        ))
+    }
+}
 
 /// Which route answered, attached to every response so transports can log it.
 #[derive(Debug, Clone, Copy)]
@@ -127,14 +147,17 @@ impl App {
             }
             Route::ListFiles => {
                 let who = self.auth.authenticate(parts).await?;
+                require_read(&who)?;
                 files::list(&self.service, &who, parts).await
             }
             Route::GetFile => {
                 let who = self.auth.authenticate(parts).await?;
+                require_read(&who)?;
                 files::get(&self.service, &who, parts, tail, decoding).await
             }
             Route::PutFile => {
                 let who = self.auth.authenticate(parts).await?;
+                require_write(&who)?;
                 if body.len() > self.max_request_bytes() {
                     return Ok(self.body_too_large());
                 }
@@ -142,6 +165,7 @@ impl App {
             }
             Route::DeleteFile => {
                 let who = self.auth.authenticate(parts).await?;
+                require_write(&who)?;
                 files::delete(&self.service, &who, parts, tail, decoding).await
             }
         }

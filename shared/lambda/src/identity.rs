@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use http::request::Parts;
 use lambda_http::request::RequestContext;
-use workspace_core::{Identity, Result, Scope, WorkspaceError};
+use workspace_core::{Access, Identity, Result, Scope, WorkspaceError};
 use workspace_http::auth::Authenticator;
 
 #[derive(Debug, Clone)]
@@ -13,11 +13,12 @@ pub struct ClaimNames {
     pub tenant: String,
     pub workspace: String,
     pub principal: String,
+    pub scopes: String,
 }
 
 impl ClaimNames {
     /// `WORKSPACE_TENANT_CLAIM` (tenant_id), `WORKSPACE_WORKSPACE_CLAIM` (workspace_id),
-    /// `WORKSPACE_PRINCIPAL_CLAIM` (sub).
+    /// `WORKSPACE_PRINCIPAL_CLAIM` (sub), `WORKSPACE_SCOPE_CLAIM` (scope).
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Self {
         let or = |k: &str, d: &str| {
             get(k)
@@ -28,6 +29,7 @@ impl ClaimNames {
             tenant: or("WORKSPACE_TENANT_CLAIM", "tenant_id"),
             workspace: or("WORKSPACE_WORKSPACE_CLAIM", "workspace_id"),
             principal: or("WORKSPACE_PRINCIPAL_CLAIM", "sub"),
+            scopes: or("WORKSPACE_SCOPE_CLAIM", "scope"),
         }
     }
 }
@@ -75,6 +77,23 @@ impl Authenticator for AuthorizerClaims {
         let principal = need(&self.names.principal)?;
         let scope = Scope::parse(&tenant, &workspace)
             .map_err(|e| unauthenticated(&format!("claims name an invalid scope ({e})")))?;
-        Ok(Identity { scope, principal })
+        // Scopes: the scope claim (space-separated, as OAuth writes it) plus any scopes
+        // the authorizer validated. No scope means no access (403), never full access.
+        let claimed = claim(&self.names.scopes).unwrap_or_default();
+        let validated = auth
+            .jwt
+            .as_ref()
+            .and_then(|j| j.scopes.clone())
+            .unwrap_or_default();
+        let access = Access::from_scopes(
+            claimed
+                .split_whitespace()
+                .chain(validated.iter().map(String::as_str)),
+        );
+        Ok(Identity {
+            scope,
+            principal,
+            access,
+        })
     }
 }

@@ -100,3 +100,30 @@ async fn a_function_serves_only_its_own_rows() {
     let (s, v) = call(&get, &event("health.json")).await;
     assert_eq!((s, v["status"].as_str()), (200, Some("ok")));
 }
+
+#[tokio::test]
+async fn scopes_in_the_token_decide_reads_and_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ev = event("put-file.json");
+    ev["requestContext"]["authorizer"]["jwt"]["claims"]["scope"] = Value::from("workspace:read");
+    let (s, v) = call(&app("put", dir.path()).await, &ev).await;
+    assert_eq!((s, v["error"].as_str()), (403, Some("forbidden")), "{v}");
+
+    let mut ev = event("get-file.json");
+    ev["requestContext"]["authorizer"]["jwt"]["claims"]
+        .as_object_mut()
+        .unwrap()
+        .remove("scope");
+    let (s, _) = call(&app("get", dir.path()).await, &ev).await;
+    assert_eq!(s, 403, "no scope grants nothing");
+
+    // Scopes the authorizer validated count as well.
+    let mut ev = event("put-file.json");
+    ev["requestContext"]["authorizer"]["jwt"]["claims"]
+        .as_object_mut()
+        .unwrap()
+        .remove("scope");
+    ev["requestContext"]["authorizer"]["jwt"]["scopes"] = serde_json::json!(["workspace:write"]);
+    let (s, v) = call(&app("put", dir.path()).await, &ev).await;
+    assert_eq!(s, 200, "{v}");
+}

@@ -9,10 +9,7 @@ use workspace_store_aws::testing as common;
 use workspace_store_aws::{DynamoMeta, S3Bodies};
 
 fn who() -> Identity {
-    Identity {
-        scope: Scope::parse("acme", "main").unwrap(),
-        principal: "alice".into(),
-    }
+    Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice")
 }
 
 fn put(path: &str, content: &str, if_match: Option<String>) -> PutRequest {

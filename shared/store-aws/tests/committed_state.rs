@@ -27,10 +27,7 @@ fn service(env: &common::Env, max_versions: u64) -> WorkspaceService {
 }
 
 fn alice() -> Identity {
-    Identity {
-        scope: Scope::parse("acme", "main").unwrap(),
-        principal: "alice".into(),
-    }
+    Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice")
 }
 
 fn put(path: &str, content: &str, if_match: Option<&str>) -> PutRequest {

@@ -128,10 +128,7 @@ async fn s3_throttling_is_retried_by_the_sdk() {
 }
 
 fn who() -> Identity {
-    Identity {
-        scope: Scope::parse("acme", "main").unwrap(),
-        principal: "alice".into(),
-    }
+    Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice")
 }
 
 fn req(path: &str) -> PutRequest {
