@@ -479,32 +479,87 @@ pub async fn concurrent_idempotent_retries_make_one_version(h: Harness) {
     assert_eq!(h.get(KEY_A, "race.md").await.assert_ok()["version"], 1);
 }
 
-pub async fn tenants_never_see_each_other(h: Harness) {
-    h.put(KEY_A, "secret.md", "acme only").await.assert_ok();
-    h.get(KEY_EVIL, "secret.md")
-        .await
-        .assert_error(404, "not_found");
-    h.get(KEY_OTHER, "secret.md")
-        .await
-        .assert_error(404, "not_found");
-    h.delete(KEY_EVIL, "secret.md")
-        .await
-        .assert_error(404, "not_found");
-    let list = h
-        .call(Method::GET, "/v1/host/workspace/files", Some(KEY_EVIL))
+/// WCT-1 on every endpoint: a sibling tenant whose name extends ours (`acme-evil`) and a
+/// second workspace of our own tenant (`acme/other`) try everything against `acme/main`.
+pub async fn isolation_holds_on_every_endpoint(h: Harness) {
+    let v1 = h.put(KEY_A, "secret.md", "ACME-SECRET-1").await.assert_ok();
+    h.put(KEY_A, "secret.md", "ACME-SECRET-2").await.assert_ok();
+    h.put(KEY_A, "dir/x.md", "ACME-SECRET-3").await.assert_ok();
+    h.call(Method::PUT, &file_uri("idem.md"), Some(KEY_A))
+        .header("idempotency-key", "shared-key")
+        .json(&json!({"content": "ACME-SECRET-4"}))
         .send()
         .await
         .assert_ok();
-    assert_eq!(list["files"], json!([]));
-    // The sibling tenant writing the same path makes its own file.
-    assert_eq!(
-        h.put(KEY_EVIL, "secret.md", "evil").await.assert_ok()["version"],
-        1
-    );
-    assert_eq!(
-        h.get(KEY_A, "secret.md").await.assert_ok()["content"],
-        "acme only"
-    );
+    let before = h.state(KEY_A).await;
+    let etag = v1["etag"].as_str().unwrap().to_owned();
+
+    for outsider in [KEY_EVIL, KEY_OTHER] {
+        let mut replies = Vec::new();
+        for uri in [
+            file_uri("secret.md"),
+            format!("{}?version=1", file_uri("secret.md")),
+            format!("{}?version=2", file_uri("secret.md")),
+            file_uri("dir/x.md"),
+        ] {
+            let r = h.call(Method::GET, &uri, Some(outsider)).send().await;
+            r.assert_error(404, "not_found");
+            replies.push(r);
+        }
+        for query in ["", "?prefix=dir/", "?prefix=secret", "?prefix=d&limit=1"] {
+            let r = h
+                .call(
+                    Method::GET,
+                    &format!("/v1/host/workspace/files{query}"),
+                    Some(outsider),
+                )
+                .send()
+                .await;
+            assert_eq!(r.assert_ok()["files"], json!([]), "{query}");
+            replies.push(r);
+        }
+        let r = h.delete(outsider, "secret.md").await;
+        r.assert_error(404, "not_found");
+        replies.push(r);
+        // Our etag means nothing there: the file does not exist in that scope.
+        let r = h
+            .call(Method::PUT, &file_uri("secret.md"), Some(outsider))
+            .header("if-match", &etag)
+            .json(&json!({"content": "overwrite"}))
+            .send()
+            .await;
+        assert_eq!(
+            r.assert_error(409, "workspace_conflict")["details"]["currentVersion"],
+            0
+        );
+        replies.push(r);
+        let r = h
+            .call(Method::DELETE, &file_uri("dir/x.md"), Some(outsider))
+            .header("if-match", &etag)
+            .send()
+            .await;
+        r.assert_error(404, "not_found");
+        replies.push(r);
+        // Our idempotency key replays nothing of ours there.
+        let r = h
+            .call(Method::PUT, &file_uri("idem.md"), Some(outsider))
+            .header("idempotency-key", "shared-key")
+            .json(&json!({"content": "theirs"}))
+            .send()
+            .await;
+        let v = r.assert_ok();
+        assert_eq!(
+            (v["version"].as_u64(), v["content"].as_str()),
+            (Some(1), Some("theirs"))
+        );
+        replies.push(r);
+        for r in &replies {
+            let body = String::from_utf8_lossy(&r.body);
+            assert!(!body.contains("ACME-SECRET"), "leaked: {body}");
+            assert!(!body.contains(&etag), "leaked our etag: {body}");
+        }
+    }
+    assert_eq!(h.state(KEY_A).await, before, "nothing of acme/main changed");
 }
 
 pub async fn concurrent_if_match_writes_have_one_winner(h: Harness) {

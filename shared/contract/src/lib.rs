@@ -5,6 +5,7 @@
 
 pub mod files;
 pub mod harness;
+pub mod hostile;
 pub mod protocol;
 
 pub use harness::{Backend, Harness};
@@ -26,7 +27,7 @@ macro_rules! contract_tests {
             files::idempotency_key_replays_the_first_result,
             files::idempotency_keys_expire_after_a_day,
             files::concurrent_idempotent_retries_make_one_version,
-            files::tenants_never_see_each_other,
+            files::isolation_holds_on_every_endpoint,
             files::concurrent_if_match_writes_have_one_winner,
             files::unconditional_concurrent_writes_all_land,
             protocol::requests_without_a_known_key_are_401,
