@@ -3,9 +3,12 @@
 //! [`harness::Backend`], and gets one `#[tokio::test]` per case, each run through the real
 //! HTTP router.
 
+pub mod concurrency;
 pub mod files;
 pub mod harness;
 pub mod hostile;
+pub mod isolation;
+pub mod limits;
 pub mod protocol;
 
 pub use harness::{Backend, Harness};
@@ -21,15 +24,15 @@ macro_rules! contract_tests {
             files::delete_tombstones_and_honours_if_match,
             files::recreating_after_delete_starts_a_new_lineage,
             files::list_is_sorted_content_free_and_pages,
-            files::max_file_bytes_is_enforced_in_utf8_bytes,
-            files::max_files_counts_live_files,
-            files::retention_keeps_the_last_max_versions,
-            files::idempotency_key_replays_the_first_result,
-            files::idempotency_keys_expire_after_a_day,
-            files::concurrent_idempotent_retries_make_one_version,
-            files::isolation_holds_on_every_endpoint,
-            files::concurrent_if_match_writes_have_one_winner,
-            files::unconditional_concurrent_writes_all_land,
+            limits::max_file_bytes_is_enforced_in_utf8_bytes,
+            limits::max_files_counts_live_files,
+            limits::retention_keeps_the_last_max_versions,
+            limits::idempotency_key_replays_the_first_result,
+            limits::idempotency_keys_expire_after_a_day,
+            concurrency::concurrent_idempotent_retries_make_one_version,
+            isolation::isolation_holds_on_every_endpoint,
+            concurrency::concurrent_if_match_writes_have_one_winner,
+            concurrency::unconditional_concurrent_writes_all_land,
             protocol::requests_without_a_known_key_are_401,
             protocol::discovery_advertises_families_at_root_and_under_capabilities,
             protocol::unknown_routes_and_methods_get_the_envelope,

@@ -1,0 +1,88 @@
+//! Contract cases for WCT-1: nothing crosses a tenant or workspace boundary.
+
+use crate::harness::{file_uri, Harness, KEY_A, KEY_EVIL, KEY_OTHER};
+use http::Method;
+use serde_json::json;
+
+/// WCT-1 on every endpoint: a sibling tenant whose name extends ours (`acme-evil`) and a
+/// second workspace of our own tenant (`acme/other`) try everything against `acme/main`.
+pub async fn isolation_holds_on_every_endpoint(h: Harness) {
+    let v1 = h.put(KEY_A, "secret.md", "ACME-SECRET-1").await.assert_ok();
+    h.put(KEY_A, "secret.md", "ACME-SECRET-2").await.assert_ok();
+    h.put(KEY_A, "dir/x.md", "ACME-SECRET-3").await.assert_ok();
+    h.call(Method::PUT, &file_uri("idem.md"), Some(KEY_A))
+        .header("idempotency-key", "shared-key")
+        .json(&json!({"content": "ACME-SECRET-4"}))
+        .send()
+        .await
+        .assert_ok();
+    let before = h.state(KEY_A).await;
+    let etag = v1["etag"].as_str().unwrap().to_owned();
+
+    for outsider in [KEY_EVIL, KEY_OTHER] {
+        let mut replies = Vec::new();
+        for uri in [
+            file_uri("secret.md"),
+            format!("{}?version=1", file_uri("secret.md")),
+            format!("{}?version=2", file_uri("secret.md")),
+            file_uri("dir/x.md"),
+        ] {
+            let r = h.call(Method::GET, &uri, Some(outsider)).send().await;
+            r.assert_error(404, "not_found");
+            replies.push(r);
+        }
+        for query in ["", "?prefix=dir/", "?prefix=secret", "?prefix=d&limit=1"] {
+            let r = h
+                .call(
+                    Method::GET,
+                    &format!("/v1/host/workspace/files{query}"),
+                    Some(outsider),
+                )
+                .send()
+                .await;
+            assert_eq!(r.assert_ok()["files"], json!([]), "{query}");
+            replies.push(r);
+        }
+        let r = h.delete(outsider, "secret.md").await;
+        r.assert_error(404, "not_found");
+        replies.push(r);
+        // Our etag means nothing there: the file does not exist in that scope.
+        let r = h
+            .call(Method::PUT, &file_uri("secret.md"), Some(outsider))
+            .header("if-match", &etag)
+            .json(&json!({"content": "overwrite"}))
+            .send()
+            .await;
+        assert_eq!(
+            r.assert_error(409, "workspace_conflict")["details"]["currentVersion"],
+            0
+        );
+        replies.push(r);
+        let r = h
+            .call(Method::DELETE, &file_uri("dir/x.md"), Some(outsider))
+            .header("if-match", &etag)
+            .send()
+            .await;
+        r.assert_error(404, "not_found");
+        replies.push(r);
+        // Our idempotency key replays nothing of ours there.
+        let r = h
+            .call(Method::PUT, &file_uri("idem.md"), Some(outsider))
+            .header("idempotency-key", "shared-key")
+            .json(&json!({"content": "theirs"}))
+            .send()
+            .await;
+        let v = r.assert_ok();
+        assert_eq!(
+            (v["version"].as_u64(), v["content"].as_str()),
+            (Some(1), Some("theirs"))
+        );
+        replies.push(r);
+        for r in &replies {
+            let body = String::from_utf8_lossy(&r.body);
+            assert!(!body.contains("ACME-SECRET"), "leaked: {body}");
+            assert!(!body.contains(&etag), "leaked our etag: {body}");
+        }
+    }
+    assert_eq!(h.state(KEY_A).await, before, "nothing of acme/main changed");
+}

@@ -1,0 +1,202 @@
+//! The rules of the file store, over the ports. Every write follows one protocol:
+//!
+//! 1. validate and bound the input (nothing is stored if this fails);
+//! 2. write the body to the body store (an orphan until committed; deleted again on failure,
+//!    and swept on AWS if the process dies first);
+//! 3. read the head, check the client's preconditions against it, derive the next version
+//!    (same lineage +1, or a new lineage at 1 after a delete or on first write);
+//! 4. commit with compare-and-swap on the head seq. If someone else committed in between,
+//!    go back to 3: the client's preconditions are judged against the new head, so of N
+//!    writers carrying the same `If-Match` exactly one wins.
+
+use crate::error::{Result, WorkspaceError};
+use crate::limits::Limits;
+use crate::model::{
+    format_time, make_etag, sha256_hex, BodyRef, FileMeta, FilePage, Head, IdempotencyRecord,
+    Millis, StoredFile, VersionRecord,
+};
+use crate::path::{FilePath, PathPrefix};
+use crate::ports::{
+    BodyStore, Clock, Commit, CommitOutcome, EventSink, Expect, IdSource, MetaStore, Operation,
+    WorkspaceEvent,
+};
+use crate::redact::Redactor;
+use crate::scope::{Identity, Scope};
+use std::sync::Arc;
+
+mod read;
+mod write;
+
+/// Longest accepted `If-Match` / `Idempotency-Key` value.
+pub const MAX_HEADER_VALUE_LEN: usize = 255;
+/// Longest accepted content type.
+pub const MAX_CONTENT_TYPE_LEN: usize = 255;
+/// Largest page of a listing.
+pub const MAX_LIST_LIMIT: usize = 1000;
+/// How long an idempotency key is remembered.
+pub const IDEMPOTENCY_TTL_MS: Millis = 24 * 60 * 60 * 1000;
+/// Compare-and-swap rounds before a write gives up under extreme contention.
+const MAX_COMMIT_ATTEMPTS: usize = 200;
+
+/// A write, as the HTTP layer hands it over (header values still unchecked).
+#[derive(Debug, Clone, Default)]
+pub struct PutRequest {
+    pub path: Option<FilePath>,
+    pub content: Vec<u8>,
+    pub content_type: Option<String>,
+    pub if_match: Option<String>,
+    pub if_none_match_any: bool,
+    pub idempotency_key: Option<String>,
+}
+
+pub struct WorkspaceService {
+    redactor: Redactor,
+    meta: Arc<dyn MetaStore>,
+    bodies: Arc<dyn BodyStore>,
+    events: Arc<dyn EventSink>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdSource>,
+    limits: Limits,
+}
+
+/// The live head, if the path has one.
+fn live(head: &Option<Head>) -> Option<&Head> {
+    head.as_ref().filter(|h| h.is_live())
+}
+
+fn conflict(message: impl Into<String>, head: &Option<Head>) -> WorkspaceError {
+    WorkspaceError::Conflict {
+        message: message.into(),
+        current_version: live(head).map_or(0, |h| h.version),
+    }
+}
+
+pub fn check_header_value(name: &str, value: &str) -> Result<()> {
+    if value.is_empty() || value.len() > MAX_HEADER_VALUE_LEN {
+        return Err(WorkspaceError::validation(format!(
+            "{name} must be 1-{MAX_HEADER_VALUE_LEN} characters"
+        )));
+    }
+    if !value.chars().all(|c| c.is_ascii_graphic() || c == ' ') {
+        return Err(WorkspaceError::validation(format!(
+            "{name} must be printable ASCII"
+        )));
+    }
+    Ok(())
+}
+
+fn check_if_match(if_match: Option<&str>, head: &Option<Head>) -> Result<()> {
+    let Some(expected) = if_match else {
+        return Ok(());
+    };
+    match live(head) {
+        Some(_) if expected == "*" => Ok(()),
+        Some(h) if h.etag == expected => Ok(()),
+        Some(h) => Err(conflict(
+            format!(
+                "If-Match {expected} does not match the current etag {}; read the file again and retry",
+                h.etag
+            ),
+            head,
+        )),
+        None => Err(conflict(
+            format!("If-Match {expected} given but the file does not exist"),
+            head,
+        )),
+    }
+}
+
+fn content_type_for(path: &FilePath, given: Option<String>) -> Result<String> {
+    match given {
+        Some(ct) => {
+            let ok = !ct.is_empty()
+                && ct.len() <= MAX_CONTENT_TYPE_LEN
+                && ct.contains('/')
+                && ct.chars().all(|c| c.is_ascii_graphic() || c == ' ');
+            if ok {
+                Ok(ct)
+            } else {
+                Err(WorkspaceError::validation(format!(
+                    "contentType must be a media type like text/markdown (printable ASCII, at most {MAX_CONTENT_TYPE_LEN} characters)"
+                )))
+            }
+        }
+        None => Ok(mime_guess::from_path(path.as_str())
+            .first()
+            .map(|m| m.essence_str().to_owned())
+            .unwrap_or_else(|| "text/plain".to_owned())),
+    }
+}
+
+impl WorkspaceService {
+    pub fn new(
+        meta: Arc<dyn MetaStore>,
+        bodies: Arc<dyn BodyStore>,
+        events: Arc<dyn EventSink>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdSource>,
+        limits: Limits,
+    ) -> Self {
+        Self {
+            redactor: Redactor::default(),
+            meta,
+            bodies,
+            events,
+            clock,
+            ids,
+            limits,
+        }
+    }
+
+    /// Replaces the WSR-1 redactor (the default applies every structural rule).
+    pub fn with_redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    fn body_key(scope: &Scope, path: &FilePath) -> String {
+        format!("{}files/{}", scope.key_prefix(), path)
+    }
+
+    /// Oldest seq kept when `seq` is the newest: the last `max_versions` items survive.
+    fn retain_from(&self, seq: u64) -> u64 {
+        (seq + 1).saturating_sub(self.limits.max_versions).max(1)
+    }
+
+    /// Work after the commit point. Failures here are logged, never reported: the write is
+    /// durable, and leftovers (pruned bodies) are only garbage.
+    async fn after_commit(
+        &self,
+        who: &Identity,
+        meta: &FileMeta,
+        operation: Operation,
+        pruned: Vec<BodyRef>,
+    ) {
+        for body in &pruned {
+            self.discard_body(body).await;
+        }
+        let event = WorkspaceEvent {
+            tenant: who.scope.tenant.to_string(),
+            workspace: who.scope.workspace.to_string(),
+            path: meta.path.clone(),
+            version: meta.version,
+            etag: meta.etag.clone(),
+            operation,
+            principal: who.principal.clone(),
+            time: format_time(meta.updated_at),
+        };
+        if let Err(e) = self.events.publish(event).await {
+            tracing::warn!(error = %e, path = %meta.path, "event publish failed after commit");
+        }
+    }
+
+    async fn discard_body(&self, body: &BodyRef) {
+        if let Err(e) = self.bodies.delete(body).await {
+            tracing::warn!(error = %e, key = %body.key, "could not delete an uncommitted body");
+        }
+    }
+}

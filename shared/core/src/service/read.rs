@@ -1,0 +1,95 @@
+//! Reads: the live file or a retained version, and paged listings.
+
+use super::*;
+
+impl WorkspaceService {
+    /// Reads the live file, or version `n` of its live lineage.
+    pub async fn get(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        version: Option<u64>,
+    ) -> Result<StoredFile> {
+        // The latest version is read from the head alone (head, then body: two round
+        // trips); a past version needs its version item. A concurrent write may prune the
+        // body between the reads; the retry then sees the newer head.
+        for _ in 0..3 {
+            let head = self.meta.head(scope, path).await?;
+            let Some(h) = live(&head) else {
+                return Err(WorkspaceError::not_found(format!("no file at {path}")));
+            };
+            let (meta, body) = match version {
+                None => (h.meta(), h.body.clone()),
+                Some(n) => {
+                    let gone = || {
+                        WorkspaceError::not_found(format!(
+                            "version {n} of {path} does not exist or is no longer retained \
+                             (current version {}; the last {} versions are kept)",
+                            h.version, self.limits.max_versions
+                        ))
+                    };
+                    let seq = h.seq_of_version(n).ok_or_else(gone)?;
+                    let item = self.meta.version(scope, path, seq).await?;
+                    let item = item
+                        .filter(|v| v.lineage == h.lineage && !v.deleted)
+                        .ok_or_else(gone)?;
+                    let meta = FileMeta {
+                        path: path.to_string(),
+                        content_type: item.content_type,
+                        version: item.version,
+                        etag: item.etag,
+                        size: item.size,
+                        updated_at: item.updated_at,
+                    };
+                    (meta, item.body)
+                }
+            };
+            let body =
+                body.ok_or_else(|| WorkspaceError::internal("live version without a body"))?;
+            match self.bodies.get(&body).await? {
+                Some(content) => return Ok(StoredFile { meta, content }),
+                None if version.is_some() => {
+                    return Err(WorkspaceError::not_found(format!(
+                        "version {} of {path} is no longer retained",
+                        meta.version
+                    )))
+                }
+                None => continue,
+            }
+        }
+        Err(WorkspaceError::internal(format!(
+            "{path} kept changing while being read"
+        )))
+    }
+
+    /// Lists live files under `prefix`, sorted by path, a page at a time.
+    pub async fn list(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        limit: Option<usize>,
+        after: Option<&FilePath>,
+    ) -> Result<FilePage> {
+        let limit = match limit {
+            None => MAX_LIST_LIMIT,
+            Some(n) if (1..=MAX_LIST_LIMIT).contains(&n) => n,
+            Some(_) => {
+                return Err(WorkspaceError::validation(format!(
+                    "limit must be between 1 and {MAX_LIST_LIMIT}"
+                )))
+            }
+        };
+        let mut heads = self.meta.list_live(scope, prefix, after, limit + 1).await?;
+        let more = heads.len() > limit;
+        heads.truncate(limit);
+        let next_after = if more {
+            heads.last().and_then(|h| FilePath::parse(&h.path).ok())
+        } else {
+            None
+        };
+        Ok(FilePage {
+            files: heads.iter().map(Head::meta).collect(),
+            next_after,
+        })
+    }
+}
