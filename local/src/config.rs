@@ -2,13 +2,15 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use workspace_core::redact::Redactor;
 use workspace_core::Limits;
-use workspace_http::config::limits_from_env;
+use workspace_http::config::{limits_from_env, redactor_from_env};
 
 pub struct Config {
     pub addr: SocketAddr,
     pub data_dir: PathBuf,
     pub limits: Limits,
+    pub redactor: Redactor,
     /// `WORKSPACE_API_KEYS`, if set.
     pub api_keys: Option<String>,
 }
@@ -25,11 +27,13 @@ impl Config {
             .unwrap_or_else(|| "./.workspace-data".to_owned())
             .into();
         let limits = limits_from_env(&get).map_err(|e| e.to_string())?;
+        let redactor = redactor_from_env(&get).map_err(|e| e.to_string())?;
         let api_keys = get("WORKSPACE_API_KEYS").filter(|k| !k.trim().is_empty());
         Ok(Self {
             addr,
             data_dir,
             limits,
+            redactor,
             api_keys,
         })
     }

@@ -37,7 +37,8 @@ async fn run() -> Result<(), String> {
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         cfg.limits,
-    );
+    )
+    .with_redactor(cfg.redactor);
     let app = Arc::new(App::new(service, Arc::new(api_keys)));
     let listener = tokio::net::TcpListener::bind(cfg.addr)
         .await

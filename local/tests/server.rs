@@ -258,6 +258,10 @@ async fn bad_settings_stop_start_up_with_a_clear_message() {
         (("WORKSPACE_MAX_VERSIONS", "0"), "maxVersions"),
         (("WORKSPACE_ADDR", "not-an-address"), "WORKSPACE_ADDR"),
         (
+            ("WORKSPACE_REDACT_STRUCTURAL", "maybe"),
+            "WORKSPACE_REDACT_STRUCTURAL",
+        ),
+        (
             ("WORKSPACE_API_KEYS", "topsecretvalue123456"),
             "WORKSPACE_API_KEYS",
         ),
@@ -272,6 +276,36 @@ async fn bad_settings_stop_start_up_with_a_clear_message() {
         assert!(
             !stderr.contains("topsecretvalue"),
             "a key is never echoed: {stderr}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn structural_redaction_is_on_by_default_and_can_be_switched_off() {
+    let secret = "AKIAIOSFODNN7EXAMPLE";
+    for (setting, redacted) in [(None, true), (Some("false"), false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let env: Vec<(&str, &str)> = setting
+            .map(|v| ("WORKSPACE_REDACT_STRUCTURAL", v))
+            .into_iter()
+            .collect();
+        let s = Server::start(dir.path(), &env).await;
+        let key = s.generated_key();
+        let v: Value = Client::new()
+            .put(files(&s, "k.md"))
+            .bearer_auth(&key)
+            .json(&json!({ "content": format!("key {secret}") }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let content = v["content"].as_str().unwrap();
+        assert_eq!(
+            !content.contains(secret),
+            redacted,
+            "{setting:?}: {content}"
         );
     }
 }

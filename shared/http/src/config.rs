@@ -1,5 +1,6 @@
 //! Settings every transport reads from the environment the same way.
 
+use workspace_core::redact::Redactor;
 use workspace_core::{Limits, Result, WorkspaceError};
 
 /// Reads an integer setting; absent means the default, anything unparsable is an error
@@ -12,6 +13,29 @@ pub fn env_u64(get: &impl Fn(&str) -> Option<String>, name: &str, default: u64) 
             WorkspaceError::validation(format!("{name} must be a whole number, got '{v}'"))
         }),
     }
+}
+
+/// Reads a yes/no setting (`true`/`false`, `1`/`0`, `on`/`off`, `yes`/`no`).
+pub fn env_bool(get: &impl Fn(&str) -> Option<String>, name: &str, default: bool) -> Result<bool> {
+    match get(name).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(default),
+        Some(v) if v.is_empty() => Ok(default),
+        Some(v) if ["true", "1", "on", "yes"].contains(&v.as_str()) => Ok(true),
+        Some(v) if ["false", "0", "off", "no"].contains(&v.as_str()) => Ok(false),
+        Some(v) => Err(WorkspaceError::validation(format!(
+            "{name} must be true or false, got '{v}'"
+        ))),
+    }
+}
+
+/// The WSR-1 redactor from `WORKSPACE_REDACT_STRUCTURAL` (default on). Registered-secret
+/// redaction has no switch.
+pub fn redactor_from_env(get: &impl Fn(&str) -> Option<String>) -> Result<Redactor> {
+    Ok(Redactor::new(env_bool(
+        get,
+        "WORKSPACE_REDACT_STRUCTURAL",
+        true,
+    )?))
 }
 
 /// The limits from `WORKSPACE_MAX_FILE_BYTES`, `WORKSPACE_MAX_FILES`,
@@ -44,5 +68,9 @@ mod tests {
             .contains("WORKSPACE_MAX_VERSIONS"));
         let zero = |k: &str| (k == "WORKSPACE_MAX_FILE_BYTES").then(|| "0".to_owned());
         assert!(limits_from_env(&zero).is_err());
+        let off = |k: &str| (k == "WORKSPACE_REDACT_STRUCTURAL").then(|| "off".to_owned());
+        assert!(!env_bool(&off, "WORKSPACE_REDACT_STRUCTURAL", true).unwrap());
+        let bad = |k: &str| (k == "WORKSPACE_REDACT_STRUCTURAL").then(|| "maybe".to_owned());
+        assert!(redactor_from_env(&bad).is_err());
     }
 }
