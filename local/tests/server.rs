@@ -266,7 +266,7 @@ async fn bad_settings_stop_start_up_with_a_clear_message() {
             "WORKSPACE_API_KEYS",
         ),
         (
-            ("WORKSPACE_API_KEYS", "topsecretvalue123456=acme"),
+            ("WORKSPACE_API_KEYS", "topsecretvalue123456=ac#me"),
             "WORKSPACE_API_KEYS",
         ),
     ] {

@@ -17,6 +17,8 @@ use workspace_http::{App, PathForm};
 pub const KEY_A: &str = "key-acme-main-0123456789";
 pub const KEY_EVIL: &str = "key-acme-evil-0123456789";
 pub const KEY_OTHER: &str = "key-acme-other-012345678";
+/// Every workspace of tenant `acme`, named per request in `X-Workspace-Id`.
+pub const KEY_TENANT: &str = "key-acme-tenant-wide-0001";
 /// `acme/main` with `workspace:read` only.
 pub const KEY_READ_ONLY: &str = "key-acme-main-readonly-01";
 
@@ -160,6 +162,12 @@ impl Harness {
         keys.add(KEY_A, scope("acme", "main"), "alice".into());
         keys.add(KEY_EVIL, scope("acme-evil", "main"), "mallory".into());
         keys.add(KEY_OTHER, scope("acme", "other"), "olga".into());
+        keys.add_tenant_wide(
+            KEY_TENANT,
+            workspace_core::TenantId::parse("acme").expect("tenant"),
+            "tenant-admin".into(),
+            workspace_core::Access::READ_WRITE,
+        );
         keys.add_with_access(
             KEY_READ_ONLY,
             scope("acme", "main"),

@@ -1,6 +1,6 @@
 //! Contract cases for WCT-1: nothing crosses a tenant or workspace boundary.
 
-use crate::harness::{file_uri, Harness, KEY_A, KEY_EVIL, KEY_OTHER};
+use crate::harness::{file_uri, Harness, KEY_A, KEY_EVIL, KEY_OTHER, KEY_TENANT};
 use http::Method;
 use serde_json::json;
 
@@ -85,4 +85,70 @@ pub async fn isolation_holds_on_every_endpoint(h: Harness) {
         }
     }
     assert_eq!(h.state(KEY_A).await, before, "nothing of acme/main changed");
+}
+
+/// A tenant-wide credential reaches every workspace of its own tenant, named per request in
+/// `X-Workspace-Id`, and nothing of any other tenant.
+pub async fn tenant_wide_credentials_stay_in_their_tenant(h: Harness) {
+    h.put(KEY_A, "in-main.md", "main").await.assert_ok();
+    h.put(KEY_OTHER, "in-other.md", "other").await.assert_ok();
+    h.put(KEY_EVIL, "evil.md", "EVIL-ONLY").await.assert_ok();
+    let as_tenant = |method: Method, uri: String, ws: Option<&str>| {
+        let mut c = h.call(method, &uri, Some(KEY_TENANT));
+        if let Some(w) = ws {
+            c = c.header("x-workspace-id", w);
+        }
+        c
+    };
+    let list =
+        |ws: &'static str| as_tenant(Method::GET, "/v1/host/workspace/files".into(), Some(ws));
+    let names = |v: serde_json::Value| -> Vec<String> {
+        v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(list("main").send().await.assert_ok()), ["in-main.md"]);
+    assert_eq!(
+        names(list("other").send().await.assert_ok()),
+        ["in-other.md"]
+    );
+    // `acme-evil` here is a workspace of tenant acme, not the tenant acme-evil.
+    assert_eq!(
+        list("acme-evil").send().await.assert_ok()["files"],
+        json!([])
+    );
+    as_tenant(Method::PUT, file_uri("evil.md"), Some("acme-evil"))
+        .json(&json!({"content": "mine"}))
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(
+        h.get(KEY_EVIL, "evil.md").await.assert_ok()["content"],
+        "EVIL-ONLY"
+    );
+
+    as_tenant(Method::GET, file_uri("in-main.md"), None)
+        .send()
+        .await
+        .assert_error(400, "validation_error");
+    for bad in ["acme-evil/main", "../main", "", "main main"] {
+        as_tenant(Method::GET, file_uri("in-main.md"), Some(bad))
+            .send()
+            .await
+            .assert_error(400, "validation_error");
+    }
+    // A key bound to one workspace cannot be pointed at another.
+    h.call(Method::GET, &file_uri("in-other.md"), Some(KEY_A))
+        .header("x-workspace-id", "other")
+        .send()
+        .await
+        .assert_error(403, "forbidden");
+    h.call(Method::GET, &file_uri("in-main.md"), Some(KEY_A))
+        .header("x-workspace-id", "main")
+        .send()
+        .await
+        .assert_ok();
 }

@@ -31,6 +31,7 @@ macro_rules! contract_tests {
             limits::idempotency_keys_expire_after_a_day,
             concurrency::concurrent_idempotent_retries_make_one_version,
             isolation::isolation_holds_on_every_endpoint,
+            isolation::tenant_wide_credentials_stay_in_their_tenant,
             concurrency::concurrent_if_match_writes_have_one_winner,
             concurrency::unconditional_concurrent_writes_all_land,
             protocol::requests_without_a_known_key_are_401,

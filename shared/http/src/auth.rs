@@ -2,11 +2,12 @@
 //! body, query or other headers. Each deployment plugs in an `Authenticator`: opaque API keys
 //! on the local server, authorizer claims on Lambda.
 
+use crate::request::single_header;
 use async_trait::async_trait;
 use http::request::Parts;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
-use workspace_core::{Access, Identity, Result, Scope, WorkspaceError};
+use workspace_core::{Access, Identity, Result, Scope, TenantId, WorkspaceError, WorkspaceId};
 
 #[async_trait]
 pub trait Authenticator: Send + Sync {
@@ -35,12 +36,24 @@ pub fn bearer_token(parts: &Parts) -> Result<&str> {
 
 struct KeyEntry {
     digest: [u8; 32],
-    identity: Identity,
+    grant: Grant,
 }
 
-/// Opaque API keys, each bound to one tenant/workspace. Only SHA-256 digests are kept in
-/// memory, and a lookup compares against every entry in constant time, so neither timing nor
-/// a memory dump reveals a key.
+/// What a key grants: one workspace, or every workspace of one tenant.
+#[derive(Debug, Clone)]
+struct Grant {
+    tenant: TenantId,
+    workspace: Option<WorkspaceId>,
+    principal: String,
+    access: Access,
+}
+
+/// The header a tenant-wide credential names its workspace with.
+pub const WORKSPACE_HEADER: &str = "x-workspace-id";
+
+/// Opaque API keys, each bound to one tenant/workspace or tenant-wide. Only SHA-256 digests
+/// are kept in memory, and a lookup compares against every entry in constant time, so
+/// neither timing nor a memory dump reveals a key.
 #[derive(Default)]
 pub struct ApiKeys {
     entries: Vec<KeyEntry>,
@@ -51,8 +64,9 @@ fn digest(key: &str) -> [u8; 32] {
 }
 
 impl ApiKeys {
-    /// Parses `WORKSPACE_API_KEYS`: comma-separated `<key>=<tenant>/<workspace>`.
-    /// Error messages never repeat a key.
+    /// Parses `WORKSPACE_API_KEYS`: comma-separated `<key>=<tenant>/<workspace>` (a key
+    /// bound to one workspace) or `<key>=<tenant>` (tenant-wide: each request names its
+    /// workspace in `X-Workspace-Id`). Error messages never repeat a key.
     pub fn parse(spec: &str) -> Result<Self> {
         let mut keys = Self::default();
         for (i, entry) in spec.split(',').map(str::trim).enumerate() {
@@ -61,33 +75,62 @@ impl ApiKeys {
             }
             let bad = |why: &str| {
                 WorkspaceError::validation(format!(
-                    "WORKSPACE_API_KEYS entry {} {why}; expected <key>=<tenant>/<workspace>",
+                    "WORKSPACE_API_KEYS entry {} {why}; expected <key>=<tenant>/<workspace> or <key>=<tenant>",
                     i + 1
                 ))
             };
             let (key, scope) = entry.split_once('=').ok_or_else(|| bad("has no '='"))?;
-            let (tenant, workspace) = scope
-                .split_once('/')
-                .ok_or_else(|| bad("names no workspace"))?;
             if key.len() < 16 {
                 return Err(bad("has a key shorter than 16 characters"));
             }
-            let scope = Scope::parse(tenant, workspace).map_err(|e| bad(&e.to_string()))?;
-            keys.add(key, scope, format!("apikey:{}", i + 1));
+            let principal = format!("apikey:{}", i + 1);
+            match scope.split_once('/') {
+                Some((tenant, workspace)) => {
+                    let scope = Scope::parse(tenant, workspace).map_err(|e| bad(&e.to_string()))?;
+                    keys.add(key, scope, principal);
+                }
+                None => {
+                    let tenant = TenantId::parse(scope).map_err(|e| bad(&e.to_string()))?;
+                    keys.add_tenant_wide(key, tenant, principal, Access::READ_WRITE);
+                }
+            }
         }
         Ok(keys)
     }
 
-    /// Adds a read-write key.
+    /// Adds a read-write key bound to one workspace.
     pub fn add(&mut self, key: &str, scope: Scope, principal: String) {
         self.add_with_access(key, scope, principal, Access::READ_WRITE);
     }
 
     pub fn add_with_access(&mut self, key: &str, scope: Scope, principal: String, access: Access) {
+        self.push(key, scope.tenant, Some(scope.workspace), principal, access);
+    }
+
+    /// Adds a key for every workspace of `tenant`.
+    pub fn add_tenant_wide(
+        &mut self,
+        key: &str,
+        tenant: TenantId,
+        principal: String,
+        access: Access,
+    ) {
+        self.push(key, tenant, None, principal, access);
+    }
+
+    fn push(
+        &mut self,
+        key: &str,
+        tenant: TenantId,
+        workspace: Option<WorkspaceId>,
+        principal: String,
+        access: Access,
+    ) {
         self.entries.push(KeyEntry {
             digest: digest(key),
-            identity: Identity {
-                scope,
+            grant: Grant {
+                tenant,
+                workspace,
                 principal,
                 access,
             },
@@ -102,26 +145,60 @@ impl ApiKeys {
         self.entries.len()
     }
 
-    pub fn lookup(&self, key: &str) -> Option<&Identity> {
+    fn lookup(&self, key: &str) -> Option<&Grant> {
         let d = digest(key);
         let mut found = None;
         // No early exit: every entry is compared.
         for e in &self.entries {
             if bool::from(e.digest.ct_eq(&d)) {
-                found = Some(&e.identity);
+                found = Some(&e.grant);
             }
         }
         found
     }
 }
 
+/// The workspace a request acts on: the key's own, or for a tenant-wide key the one named
+/// in `X-Workspace-Id`, always inside the key's tenant (the header names a workspace id,
+/// never a tenant). A bound key naming a different workspace is refused, not redirected.
+fn resolve(grant: &Grant, parts: &Parts) -> Result<Identity> {
+    let named = single_header(parts, &http::HeaderName::from_static(WORKSPACE_HEADER))?
+        .map(|w| {
+            WorkspaceId::parse(w)
+                .map_err(|e| WorkspaceError::validation(format!("X-Workspace-Id: {e}")))
+        })
+        .transpose()?;
+    let workspace = match (&grant.workspace, named) {
+        (Some(own), None) => own.clone(),
+        (Some(own), Some(n)) if *own == n => n,
+        (Some(_), Some(_)) => {
+            return Err(WorkspaceError::Forbidden(
+                "this credential is bound to one workspace; X-Workspace-Id names another"
+                    .to_owned(),
+            ))
+        }
+        (None, Some(n)) => n,
+        (None, None) => {
+            return Err(WorkspaceError::validation(
+                "a tenant-wide credential must name its workspace in the X-Workspace-Id header",
+            ))
+        }
+    };
+    Ok(Identity {
+        scope: Scope::new(grant.tenant.clone(), workspace),
+        principal: grant.principal.clone(),
+        access: grant.access,
+    })
+}
+
 #[async_trait]
 impl Authenticator for ApiKeys {
     async fn authenticate(&self, parts: &Parts) -> Result<Identity> {
         let token = bearer_token(parts)?;
-        self.lookup(token)
-            .cloned()
-            .ok_or_else(|| WorkspaceError::Unauthenticated("unknown API key".to_owned()))
+        let grant = self
+            .lookup(token)
+            .ok_or_else(|| WorkspaceError::Unauthenticated("unknown API key".to_owned()))?;
+        resolve(grant, parts)
     }
 }
 
@@ -134,8 +211,20 @@ mod tests {
         let keys =
             ApiKeys::parse("k1-aaaaaaaaaaaaaaaa=acme/main, k2-bbbbbbbbbbbbbbbb=beta/w2").unwrap();
         assert_eq!(keys.len(), 2);
-        let id = keys.lookup("k2-bbbbbbbbbbbbbbbb").unwrap();
-        assert_eq!(id.scope, Scope::parse("beta", "w2").unwrap());
+        let grant = keys.lookup("k2-bbbbbbbbbbbbbbbb").unwrap();
+        assert_eq!(
+            (
+                grant.tenant.as_str(),
+                grant.workspace.as_ref().map(|w| w.as_str())
+            ),
+            ("beta", Some("w2"))
+        );
+        let wide = ApiKeys::parse("k3-cccccccccccccccc=gamma").unwrap();
+        assert!(wide
+            .lookup("k3-cccccccccccccccc")
+            .unwrap()
+            .workspace
+            .is_none());
         assert!(keys.lookup("k2-bbbbbbbbbbbbbbbX").is_none());
     }
 
@@ -143,8 +232,8 @@ mod tests {
     fn bad_entries_do_not_echo_the_key() {
         for spec in [
             "secretsecretsecret",
-            "secretsecretsecret=acme",
             "secretsecretsecret=ac/me/x",
+            "secretsecretsecret=a#b",
             "short=a/b",
         ] {
             let err = ApiKeys::parse(spec).err().expect(spec).to_string();
