@@ -1,72 +1,119 @@
-//! API keys for the local server: `WORKSPACE_API_KEYS` when set, otherwise one key generated
-//! on first start and kept in the data directory, bound to tenant `local`, workspace `default`.
+//! API keys for the local server. `WORKSPACE_API_KEYS` is a development shortcut; managed
+//! keys live hashed in `<data dir>/keys.json` and are created, listed and revoked with
+//! `workspace-local keys …`, also while the server runs. On a first start with neither,
+//! one key for tenant `local`, workspace `default` is created and printed once.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use workspace_core::Scope;
-use workspace_http::auth::ApiKeys;
+use std::path::Path;
+use std::sync::Arc;
+use workspace_core::keys::{key_digest, new_key, KeyStore, ManagedKey};
+use workspace_core::ports::{Clock, SystemClock};
+use workspace_core::{TenantId, WorkspaceId};
+use workspace_http::auth::{AnyOf, ApiKeys, Authenticator, ManagedKeys};
+use workspace_store_embedded::keys::{KeyFile, KEYS_FILE};
 
-pub const KEY_FILE: &str = "api-key";
 pub const DEFAULT_TENANT: &str = "local";
 pub const DEFAULT_WORKSPACE: &str = "default";
 
 /// How the keys were found, for the start-up banner.
 pub enum KeySource {
     Env,
-    /// Generated now; the only time the key itself is printed.
+    /// Created now; the only time this key is ever shown.
     Generated {
         key: String,
-        file: PathBuf,
     },
-    Stored {
-        file: PathBuf,
+    Managed {
+        count: usize,
     },
 }
 
-pub fn load(spec: Option<&str>, data_dir: &Path) -> Result<(ApiKeys, KeySource), String> {
-    if let Some(spec) = spec {
+/// Creates a key and returns it (the only time it exists in plain text).
+pub async fn create(
+    store: &dyn KeyStore,
+    tenant: &str,
+    workspace: Option<&str>,
+    read_only: bool,
+    principal: Option<&str>,
+) -> Result<(String, ManagedKey), String> {
+    TenantId::parse(tenant).map_err(|e| format!("--tenant: {e}"))?;
+    if let Some(w) = workspace {
+        WorkspaceId::parse(w).map_err(|e| format!("--workspace: {e}"))?;
+    }
+    let (key, id) = new_key();
+    let record = ManagedKey {
+        id: id.clone(),
+        digest: key_digest(&key),
+        tenant: tenant.to_owned(),
+        workspace: workspace.map(str::to_owned),
+        principal: principal.map_or_else(|| format!("key:{id}"), str::to_owned),
+        read: true,
+        write: !read_only,
+        created_at: SystemClock.now_ms(),
+        revoked_at: None,
+    };
+    store
+        .insert_key(record.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((key, record))
+}
+
+/// The server's authenticator: the environment's keys (if any), then the managed keys.
+pub async fn authenticator(
+    spec: Option<&str>,
+    data_dir: &Path,
+) -> Result<(Arc<dyn Authenticator>, KeySource), String> {
+    let store: Arc<dyn KeyStore> = Arc::new(KeyFile::new(data_dir));
+    let mut chain: Vec<Arc<dyn Authenticator>> = Vec::new();
+    let source = if let Some(spec) = spec {
         let keys = ApiKeys::parse(spec).map_err(|e| e.to_string())?;
         if keys.is_empty() {
             return Err("WORKSPACE_API_KEYS is set but holds no key".to_owned());
         }
-        return Ok((keys, KeySource::Env));
-    }
-    let file = data_dir.join(KEY_FILE);
-    let scope = Scope::parse(DEFAULT_TENANT, DEFAULT_WORKSPACE).map_err(|e| e.to_string())?;
-    let (key, source) = match std::fs::read_to_string(&file) {
-        Ok(text) => {
-            let key = text.trim().to_owned();
-            if key.len() < 16 {
-                return Err(format!(
-                    "{} does not hold a valid key; delete it to generate a new one",
-                    file.display()
-                ));
-            }
-            (key, KeySource::Stored { file })
+        chain.push(Arc::new(keys));
+        KeySource::Env
+    } else {
+        let usable = store
+            .list_keys()
+            .await
+            .map_err(|e| e.to_string())?
+            .iter()
+            .filter(|k| k.revoked_at.is_none())
+            .count();
+        if usable == 0 {
+            let (key, _) = create(
+                store.as_ref(),
+                DEFAULT_TENANT,
+                Some(DEFAULT_WORKSPACE),
+                false,
+                Some("local-key"),
+            )
+            .await?;
+            KeySource::Generated { key }
+        } else {
+            KeySource::Managed { count: usable }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let key = format!("wsk_{}", hex::encode(rand::random::<[u8; 24]>()));
-            write_private(&file, &key)
-                .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-            (key.clone(), KeySource::Generated { key, file })
-        }
-        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
     };
-    let mut keys = ApiKeys::default();
-    keys.add(&key, scope, "local-key".to_owned());
-    Ok((keys, source))
+    chain.push(Arc::new(ManagedKeys::new(store)));
+    Ok((Arc::new(AnyOf(chain)), source))
 }
 
-/// Writes the key readable by the owner only.
-fn write_private(file: &Path, key: &str) -> std::io::Result<()> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let mut f = opts.open(file)?;
-    writeln!(f, "{key}")?;
-    f.sync_all()
+/// `keys list` output: one line per key, never a secret.
+pub fn describe(k: &ManagedKey) -> String {
+    format!(
+        "{id}  tenant={tenant}  workspace={ws}  access={access}  principal={principal}  {state}",
+        id = k.id,
+        tenant = k.tenant,
+        ws = k.workspace.as_deref().unwrap_or("*"),
+        access = if k.write { "read,write" } else { "read" },
+        principal = k.principal,
+        state = if k.revoked_at.is_some() {
+            "revoked"
+        } else {
+            "active"
+        },
+    )
+}
+
+pub fn file_in(data_dir: &Path) -> String {
+    data_dir.join(KEYS_FILE).display().to_string()
 }

@@ -1,35 +1,128 @@
 //! `workspace-local`: every route of template.yaml in one process, over the embedded store.
 //! Requests enter in `server.rs`, go through the shared router (`workspace-http`), and bytes
-//! land in one redb file under `WORKSPACE_DATA_DIR`.
+//! land in one redb file under `WORKSPACE_DATA_DIR`. `workspace-local keys …` manages API keys.
 
 mod config;
 mod keys;
 mod server;
 
+use clap::{Parser, Subcommand};
 use std::sync::Arc;
-use workspace_core::ports::{LogEvents, RandomIds, SystemClock};
+use workspace_core::keys::KeyStore;
+use workspace_core::ports::{Clock, LogEvents, RandomIds, SystemClock};
 use workspace_core::WorkspaceService;
 use workspace_http::App;
+use workspace_store_embedded::keys::KeyFile;
 use workspace_store_embedded::EmbeddedStore;
+
+/// The Agent Workspace API on this machine. Settings come from WORKSPACE_* variables.
+#[derive(Parser)]
+#[command(name = "workspace-local", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API (what runs without a command).
+    Serve,
+    /// Create, list and revoke API keys (stored hashed in the data directory).
+    Keys {
+        #[command(subcommand)]
+        action: KeysAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeysAction {
+    /// Create a key; the key alone is printed on the first line, details after.
+    Create {
+        #[arg(long)]
+        tenant: String,
+        /// Bind the key to this workspace; without it the key is tenant-wide.
+        #[arg(long)]
+        workspace: Option<String>,
+        /// Only workspace:read.
+        #[arg(long)]
+        read_only: bool,
+        /// Name recorded as the principal of its writes.
+        #[arg(long)]
+        principal: Option<String>,
+    },
+    /// List keys (ids and grants, never the keys).
+    List,
+    /// Revoke a key by id; a running server refuses it from the next request on.
+    Revoke { id: String },
+}
 
 #[tokio::main]
 async fn main() {
+    let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .init();
-    if let Err(e) = run().await {
+    let result = match cli.command {
+        None | Some(Command::Serve) => serve().await,
+        Some(Command::Keys { action }) => manage_keys(action).await,
+    };
+    if let Err(e) = result {
         eprintln!("workspace-local: {e}");
         std::process::exit(1);
     }
 }
 
-async fn run() -> Result<(), String> {
+async fn manage_keys(action: KeysAction) -> Result<(), String> {
+    let cfg = config::Config::from_env()?;
+    let store = KeyFile::new(&cfg.data_dir);
+    match action {
+        KeysAction::Create {
+            tenant,
+            workspace,
+            read_only,
+            principal,
+        } => {
+            let (key, rec) = keys::create(
+                &store,
+                &tenant,
+                workspace.as_deref(),
+                read_only,
+                principal.as_deref(),
+            )
+            .await?;
+            println!("{key}");
+            println!("{}", keys::describe(&rec));
+            println!(
+                "stored hashed in {}; this is the only time the key is shown",
+                keys::file_in(&cfg.data_dir)
+            );
+        }
+        KeysAction::List => {
+            for k in store.list_keys().await.map_err(|e| e.to_string())? {
+                println!("{}", keys::describe(&k));
+            }
+        }
+        KeysAction::Revoke { id } => {
+            if !store
+                .revoke_key(&id, SystemClock.now_ms())
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                return Err(format!("no active key with id {id}"));
+            }
+            println!("revoked {id}");
+        }
+    }
+    Ok(())
+}
+
+async fn serve() -> Result<(), String> {
     let cfg = config::Config::from_env()?;
     let store = Arc::new(EmbeddedStore::open(&cfg.data_dir).map_err(|e| e.to_string())?);
-    let (api_keys, key_source) = keys::load(cfg.api_keys.as_deref(), &cfg.data_dir)?;
+    let (auth, key_source) = keys::authenticator(cfg.api_keys.as_deref(), &cfg.data_dir).await?;
     let service = WorkspaceService::new(
         store.clone(),
         store,
@@ -39,7 +132,7 @@ async fn run() -> Result<(), String> {
         cfg.limits,
     )
     .with_redactor(cfg.redactor);
-    let app = Arc::new(App::new(service, Arc::new(api_keys)));
+    let app = Arc::new(App::new(service, auth));
     let listener = tokio::net::TcpListener::bind(cfg.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.addr))?;

@@ -1,7 +1,7 @@
 //! The HTTP server: hands every request to the shared router, logs one line per request,
 //! and stops cleanly on Ctrl-C or SIGTERM.
 
-use crate::keys::{KeySource, DEFAULT_TENANT, DEFAULT_WORKSPACE};
+use crate::keys::{file_in as keys_file, KeySource, DEFAULT_TENANT, DEFAULT_WORKSPACE};
 use axum::body::Body;
 use axum::extract::State;
 use http::{Request, Response};
@@ -74,24 +74,22 @@ pub fn banner(addr: SocketAddr, data_dir: &Path, keys: &KeySource) {
     println!("data directory: {}", data_dir.display());
     let files = format!("http://{addr}/v1/host/workspace/files");
     match keys {
-        KeySource::Env => println!("API keys: from WORKSPACE_API_KEYS"),
-        KeySource::Generated { key, file } => {
+        KeySource::Env => println!(
+            "API keys: WORKSPACE_API_KEYS, and managed keys ({})",
+            keys_file(data_dir)
+        ),
+        KeySource::Generated { key } => {
             println!(
-                "Generated an API key for tenant '{DEFAULT_TENANT}', workspace '{DEFAULT_WORKSPACE}' (saved in {}):",
-                file.display()
+                "Created an API key for tenant '{DEFAULT_TENANT}', workspace '{DEFAULT_WORKSPACE}'. It is stored hashed and shown only now:"
             );
             println!("  {key}");
             println!("Try:");
             println!("  curl -H 'Authorization: Bearer {key}' {files}");
         }
-        KeySource::Stored { file } => {
+        KeySource::Managed { count } => {
             println!(
-                "API key for tenant '{DEFAULT_TENANT}', workspace '{DEFAULT_WORKSPACE}' is in {}. Try:",
-                file.display()
-            );
-            println!(
-                "  curl -H \"Authorization: Bearer $(cat {})\" {files}",
-                file.display()
+                "API keys: {count} managed in {} (`workspace-local keys list`; new ones with `workspace-local keys create --tenant T --workspace W`)",
+                keys_file(data_dir)
             );
         }
     }

@@ -16,7 +16,7 @@ async fn first_start_generates_a_key_and_later_starts_reuse_it_without_printing_
     let dir = tempfile::tempdir().unwrap();
     let mut s = Server::start(dir.path(), &[]).await;
     let key = s.generated_key();
-    assert!(key.len() >= 32, "key is long and random: {key}");
+    assert!(key.len() >= 40, "key is long and random: {key}");
     let out = s.stdout_text();
     assert!(
         out.contains(&format!(
@@ -25,15 +25,6 @@ async fn first_start_generates_a_key_and_later_starts_reuse_it_without_printing_
         )),
         "{out}"
     );
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(dir.path().join("api-key"))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o077, 0, "key file is private to its owner");
-    }
     let c = Client::new();
     let r = c
         .put(files(&s, "a.md"))
@@ -45,19 +36,131 @@ async fn first_start_generates_a_key_and_later_starts_reuse_it_without_printing_
     assert_eq!(r.status(), StatusCode::OK);
     assert!(s.terminate().success());
     assert!(!s.stderr_text().contains(&key), "logs never carry a key");
+    assert_no_plaintext_key(dir.path(), &key);
 
     let s2 = Server::start(dir.path(), &[]).await;
-    assert_eq!(s2.generated_key(), key);
     assert!(
         !s2.stdout_text().contains(&key),
-        "the key is printed only when generated"
+        "the key is shown only when created"
     );
-    assert!(s2
-        .stdout_text()
-        .contains("curl -H \"Authorization: Bearer $(cat "));
+    assert!(
+        s2.stdout_text().contains("1 managed"),
+        "{}",
+        s2.stdout_text()
+    );
     let r = c
         .get(files(&s2, "a.md"))
         .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+}
+
+/// No file in the data directory holds the key in plain text.
+fn assert_no_plaintext_key(dir: &std::path::Path, key: &str) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(
+            !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
+            "a data file holds the key in plain text"
+        );
+    }
+}
+
+#[tokio::test]
+async fn keys_created_and_revoked_by_the_cli_count_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &[]).await;
+    let c = Client::new();
+    let admin = s.generated_key();
+    c.put(files(&s, "shared.md"))
+        .bearer_auth(&admin)
+        .json(&json!({"content": "x"}))
+        .send()
+        .await
+        .unwrap();
+
+    let (status, out, err) = common::run_args(
+        dir.path(),
+        &[],
+        &[
+            "keys",
+            "create",
+            "--tenant",
+            "local",
+            "--workspace",
+            "default",
+            "--read-only",
+            "--principal",
+            "ci-bot",
+        ],
+    );
+    assert!(status.success(), "{err}");
+    let key = out.lines().next().unwrap().to_owned();
+    assert!(
+        key.starts_with("wsk_") && !key.contains(' '),
+        "the key alone on the first line: {out}"
+    );
+    let id = key.split('_').nth(1).unwrap().to_owned();
+
+    let r = c
+        .get(files(&s, "shared.md"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "a new key works at once");
+    let r = c
+        .put(files(&s, "shared.md"))
+        .bearer_auth(&key)
+        .json(&json!({"content": "y"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::FORBIDDEN,
+        "--read-only keys cannot write"
+    );
+
+    let (_, listed, _) = common::run_args(dir.path(), &[], &["keys", "list"]);
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .expect("listed by id");
+    assert!(
+        line.contains("access=read ")
+            && line.contains("principal=ci-bot")
+            && line.contains("active"),
+        "{line}"
+    );
+    assert!(!listed.contains(&key), "list never shows a key");
+
+    let (status, _, err) = common::run_args(dir.path(), &[], &["keys", "revoke", &id]);
+    assert!(status.success(), "{err}");
+    let r = c
+        .get(files(&s, "shared.md"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::UNAUTHORIZED,
+        "a revoked key fails at once"
+    );
+    let (status, _, err) = common::run_args(dir.path(), &[], &["keys", "revoke", "nope"]);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert_no_plaintext_key(dir.path(), &key);
+
+    // A tenant-wide key reaches any workspace of its tenant.
+    let (_, out, _) = common::run_args(dir.path(), &[], &["keys", "create", "--tenant", "local"]);
+    let wide = out.lines().next().unwrap().to_owned();
+    let r = c
+        .get(files(&s, "shared.md"))
+        .bearer_auth(&wide)
+        .header("x-workspace-id", "default")
         .send()
         .await
         .unwrap();

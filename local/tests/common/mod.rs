@@ -33,9 +33,16 @@ fn command(dir: &Path, env: &[(&str, &str)]) -> Command {
     cmd
 }
 
-/// Runs the binary to completion (for start-up failures); returns status and stderr.
+/// Runs the binary to completion (start-up failures, `keys …`): status, stdout, stderr.
 pub fn run_to_exit(dir: &Path, env: &[(&str, &str)]) -> (ExitStatus, String, String) {
-    let out = command(dir, env).output().expect("run workspace-local");
+    run_args(dir, env, &[])
+}
+
+pub fn run_args(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (ExitStatus, String, String) {
+    let out = command(dir, env)
+        .args(args)
+        .output()
+        .expect("run workspace-local");
     (
         out.status,
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -106,11 +113,14 @@ impl Server {
         server
     }
 
+    /// The key the first start created and printed (the only place it appears).
     pub fn generated_key(&self) -> String {
-        std::fs::read_to_string(self.dir.join("api-key"))
-            .expect("generated key file")
-            .trim()
-            .to_owned()
+        self.stdout
+            .lock()
+            .unwrap()
+            .iter()
+            .find_map(|l| l.trim().strip_prefix("wsk_").map(|k| format!("wsk_{k}")))
+            .unwrap_or_else(|| panic!("no generated key in:\n{}", self.stdout_text()))
     }
 
     pub fn url(&self, path: &str) -> String {

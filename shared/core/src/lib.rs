@@ -2,6 +2,7 @@
 //! quotas, retention, idempotency) and `ports.rs` for what adapters provide.
 
 pub mod error;
+pub mod keys;
 pub mod limits;
 pub mod model;
 pub mod path;

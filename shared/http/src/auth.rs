@@ -6,7 +6,9 @@ use crate::request::single_header;
 use async_trait::async_trait;
 use http::request::Parts;
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 use subtle::ConstantTimeEq;
+use workspace_core::keys::{key_digest, KeyStore};
 use workspace_core::{Access, Identity, Result, Scope, TenantId, WorkspaceError, WorkspaceId};
 
 #[async_trait]
@@ -199,6 +201,61 @@ impl Authenticator for ApiKeys {
             .lookup(token)
             .ok_or_else(|| WorkspaceError::Unauthenticated("unknown API key".to_owned()))?;
         resolve(grant, parts)
+    }
+}
+
+/// Managed keys, looked up by digest on every request, so a key created or revoked while
+/// the server runs counts at the next request.
+pub struct ManagedKeys {
+    store: Arc<dyn KeyStore>,
+}
+
+impl ManagedKeys {
+    pub fn new(store: Arc<dyn KeyStore>) -> Self {
+        Self { store }
+    }
+}
+
+#[async_trait]
+impl Authenticator for ManagedKeys {
+    async fn authenticate(&self, parts: &Parts) -> Result<Identity> {
+        let token = bearer_token(parts)?;
+        let unknown = || WorkspaceError::Unauthenticated("unknown or revoked API key".to_owned());
+        let key = self
+            .store
+            .key_by_digest(&key_digest(token))
+            .await?
+            .filter(|k| k.revoked_at.is_none())
+            .ok_or_else(unknown)?;
+        let grant = Grant {
+            tenant: TenantId::parse(&key.tenant).map_err(|_| unknown())?,
+            workspace: key
+                .workspace
+                .as_deref()
+                .map(WorkspaceId::parse)
+                .transpose()
+                .map_err(|_| unknown())?,
+            principal: key.principal.clone(),
+            access: key.access(),
+        };
+        resolve(&grant, parts)
+    }
+}
+
+/// Tries each authenticator in turn; the first that knows the credential decides.
+pub struct AnyOf(pub Vec<Arc<dyn Authenticator>>);
+
+#[async_trait]
+impl Authenticator for AnyOf {
+    async fn authenticate(&self, parts: &Parts) -> Result<Identity> {
+        let mut last = WorkspaceError::Unauthenticated("unknown API key".to_owned());
+        for a in &self.0 {
+            match a.authenticate(parts).await {
+                Err(e @ WorkspaceError::Unauthenticated(_)) => last = e,
+                decided => return decided,
+            }
+        }
+        Err(last)
     }
 }
 

@@ -12,6 +12,8 @@
 //! - `live_counts`: prefix               → number of live files
 //! - `bodies`:      (body key, id)       → bytes
 
+pub mod keys;
+
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::de::DeserializeOwned;
