@@ -12,6 +12,8 @@ use workspace_core::keys::KeyStore;
 use workspace_core::ports::{Clock, LogEvents, RandomIds, SystemClock};
 use workspace_core::WorkspaceService;
 use workspace_http::App;
+use workspace_store_aws::keys_table::DynamoKeys;
+use workspace_store_aws::AwsClients;
 use workspace_store_embedded::keys::KeyFile;
 use workspace_store_embedded::EmbeddedStore;
 
@@ -27,7 +29,8 @@ struct Cli {
 enum Command {
     /// Serve the API (what runs without a command).
     Serve,
-    /// Create, list and revoke API keys (stored hashed in the data directory).
+    /// Create, list and revoke API keys, stored hashed in the data directory (or, with
+    /// WORKSPACE_TABLE set, in that DynamoDB table for the Lambda authorizer).
     Keys {
         #[command(subcommand)]
         action: KeysAction,
@@ -75,9 +78,29 @@ async fn main() {
     }
 }
 
+/// Keys live beside the local database, or with `WORKSPACE_TABLE` set in that DynamoDB
+/// table (credentials, region and endpoint from the standard AWS environment).
+async fn key_store(cfg: &config::Config) -> (Box<dyn KeyStore>, String) {
+    match std::env::var("WORKSPACE_TABLE")
+        .ok()
+        .filter(|t| !t.is_empty())
+    {
+        Some(table) => {
+            let clients = AwsClients::from_env().await;
+            let place = format!("DynamoDB table {table}");
+            (Box::new(DynamoKeys::new(clients.dynamodb, table)), place)
+        }
+        None => (
+            Box::new(KeyFile::new(&cfg.data_dir)),
+            keys::file_in(&cfg.data_dir),
+        ),
+    }
+}
+
 async fn manage_keys(action: KeysAction) -> Result<(), String> {
     let cfg = config::Config::from_env()?;
-    let store = KeyFile::new(&cfg.data_dir);
+    let (store, place) = key_store(&cfg).await;
+    let store = store.as_ref();
     match action {
         KeysAction::Create {
             tenant,
@@ -86,7 +109,7 @@ async fn manage_keys(action: KeysAction) -> Result<(), String> {
             principal,
         } => {
             let (key, rec) = keys::create(
-                &store,
+                store,
                 &tenant,
                 workspace.as_deref(),
                 read_only,
@@ -95,10 +118,7 @@ async fn manage_keys(action: KeysAction) -> Result<(), String> {
             .await?;
             println!("{key}");
             println!("{}", keys::describe(&rec));
-            println!(
-                "stored hashed in {}; this is the only time the key is shown",
-                keys::file_in(&cfg.data_dir)
-            );
+            println!("stored hashed in {place}; this is the only time the key is shown");
         }
         KeysAction::List => {
             for k in store.list_keys().await.map_err(|e| e.to_string())? {

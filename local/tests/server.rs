@@ -412,3 +412,62 @@ async fn structural_redaction_is_on_by_default_and_can_be_switched_off() {
         );
     }
 }
+
+#[tokio::test]
+async fn keys_can_be_managed_in_the_dynamodb_table_too() {
+    use workspace_core::keys::{key_digest, KeyStore};
+    let env = workspace_store_aws::testing::fresh(None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let aws = [
+        ("WORKSPACE_TABLE", env.table.as_str()),
+        (
+            "AWS_ENDPOINT_URL",
+            &workspace_store_aws::testing::moto_url(),
+        ),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+    ]
+    .map(|(k, v)| (k, v.to_owned()));
+    let env_refs: Vec<(&str, &str)> = aws.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, out, err) = common::run_args(
+        dir.path(),
+        &env_refs,
+        &["keys", "create", "--tenant", "acme", "--workspace", "main"],
+    );
+    assert!(status.success(), "{err}");
+    let key = out.lines().next().unwrap().to_owned();
+    assert!(
+        out.contains(&format!("DynamoDB table {}", env.table)),
+        "{out}"
+    );
+    let store =
+        workspace_store_aws::keys_table::DynamoKeys::new(env.clients.dynamodb.clone(), &env.table);
+    let stored = store
+        .key_by_digest(&key_digest(&key))
+        .await
+        .unwrap()
+        .expect("stored by digest");
+    assert_eq!(
+        (stored.tenant.as_str(), stored.workspace.as_deref()),
+        ("acme", Some("main"))
+    );
+
+    let (_, listed, _) = common::run_args(dir.path(), &env_refs, &["keys", "list"]);
+    assert!(
+        listed.contains(&stored.id) && !listed.contains(&key),
+        "{listed}"
+    );
+    let (status, _, err) = common::run_args(dir.path(), &env_refs, &["keys", "revoke", &stored.id]);
+    assert!(status.success(), "{err}");
+    let revoked = store
+        .key_by_digest(&key_digest(&key))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(revoked.revoked_at.is_some());
+    assert!(
+        !dir.path().join("keys.json").exists(),
+        "nothing went to the local file"
+    );
+}

@@ -1,6 +1,9 @@
-//! The non-HTTP functions: the stream publisher and the orphan sweeper. Their handlers are
+//! The non-HTTP functions: the stream publisher, the orphan sweeper and the API-key
+//! authorizer. Their handlers are
 //! plain async fns over already-built parts, so tests call them with recorded events.
 
+use crate::authorizer::authorize;
+use crate::identity::ClaimNames;
 use crate::{init_tracing, required};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::{json, Value};
@@ -8,6 +11,7 @@ use std::sync::Arc;
 use workspace_core::ports::{Clock, SystemClock};
 use workspace_http::config::env_u64;
 use workspace_store_aws::events::{records_from_lambda_event, EventBridgeSink};
+use workspace_store_aws::keys_table::DynamoKeys;
 use workspace_store_aws::publisher::Publisher;
 use workspace_store_aws::sweeper::Sweeper;
 use workspace_store_aws::{AwsClients, S3Bodies};
@@ -67,6 +71,22 @@ pub async fn run_sweep() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |_: LambdaEvent<Value>| {
         let sweeper = sweeper.clone();
         async move { sweep_handler(&sweeper, SystemClock.now_ms(), grace).await }
+    }))
+    .await
+}
+
+pub async fn run_authorizer() -> Result<(), Error> {
+    init_tracing();
+    let get = |k: &str| std::env::var(k).ok();
+    let clients = AwsClients::from_env().await;
+    let store = Arc::new(DynamoKeys::new(
+        clients.dynamodb.clone(),
+        required(&get, "WORKSPACE_TABLE")?,
+    ));
+    let names = Arc::new(ClaimNames::from_env(get));
+    lambda_runtime::run(service_fn(move |ev: LambdaEvent<Value>| {
+        let (store, names) = (store.clone(), names.clone());
+        async move { Ok::<_, Error>(authorize(store.as_ref(), &names, &ev.payload).await) }
     }))
     .await
 }

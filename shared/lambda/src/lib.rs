@@ -2,6 +2,7 @@
 //! container (in `main`), then adapt each API Gateway HTTP API event to the shared router.
 //! [`handle`] is a plain async fn so tests call it with a recorded event.
 
+pub mod authorizer;
 pub mod identity;
 pub mod jobs;
 

@@ -7,6 +7,7 @@ pub mod dynamo;
 pub mod events;
 pub mod items;
 pub mod keys;
+pub mod keys_table;
 pub mod publisher;
 pub mod s3;
 pub mod sweeper;

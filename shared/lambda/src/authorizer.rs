@@ -1,0 +1,59 @@
+//! The API-key authorizer for the HTTP API (`functions/authorizer`): resolves a bearer key
+//! by its digest in the DynamoDB table into the same identity the JWT path produces, handed
+//! to the route functions as the authorizer context under the configured claim names. A
+//! tenant-wide key takes its workspace from `X-Workspace-Id`, inside its own tenant.
+//! Answers in the HTTP API "simple response" format.
+
+use crate::identity::ClaimNames;
+use serde_json::{json, Map, Value};
+use workspace_core::keys::{key_digest, KeyStore};
+use workspace_core::WorkspaceId;
+
+fn deny() -> Value {
+    json!({ "isAuthorized": false })
+}
+
+pub async fn authorize(store: &dyn KeyStore, names: &ClaimNames, event: &Value) -> Value {
+    let header = |name: &str| {
+        event["headers"]
+            .as_object()
+            .and_then(|h| h.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)))
+            .and_then(|(_, v)| v.as_str())
+    };
+    let Some(token) = header("authorization").and_then(|v| {
+        v.split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim())
+    }) else {
+        return deny();
+    };
+    let key = match store.key_by_digest(&key_digest(token)).await {
+        Ok(Some(k)) if k.revoked_at.is_none() => k,
+        Ok(_) => return deny(),
+        Err(e) => {
+            // Fail closed; the gateway answers 500 to an authorizer error, 403 to a deny.
+            tracing::error!(error = %e, "key lookup failed");
+            return deny();
+        }
+    };
+    let named = header("x-workspace-id");
+    let workspace = match (&key.workspace, named) {
+        (Some(own), None) => own.clone(),
+        (Some(own), Some(n)) if own == n => own.clone(),
+        (None, Some(n)) if WorkspaceId::parse(n).is_ok() => n.to_owned(),
+        _ => return deny(),
+    };
+    let mut scopes = Vec::new();
+    if key.read {
+        scopes.push("workspace:read");
+    }
+    if key.write {
+        scopes.push("workspace:write");
+    }
+    let mut context = Map::new();
+    context.insert(names.tenant.clone(), Value::from(key.tenant.clone()));
+    context.insert(names.workspace.clone(), Value::from(workspace));
+    context.insert(names.principal.clone(), Value::from(key.principal.clone()));
+    context.insert(names.scopes.clone(), Value::from(scopes.join(" ")));
+    json!({ "isAuthorized": true, "context": context })
+}

@@ -1,0 +1,121 @@
+//! The API-key authorizer on the emulator: keys stored hashed in DynamoDB become the same
+//! identity the JWT path yields, and the route functions accept it.
+
+use serde_json::{json, Value};
+use workspace_core::keys::{key_digest, new_key, KeyStore, ManagedKey};
+use workspace_lambda::authorizer::authorize;
+use workspace_lambda::identity::ClaimNames;
+use workspace_store_aws::keys_table::DynamoKeys;
+use workspace_store_aws::testing;
+
+fn event(name: &str) -> Value {
+    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn names() -> ClaimNames {
+    ClaimNames::from_env(|_| None)
+}
+
+async fn store_key(
+    store: &DynamoKeys,
+    tenant: &str,
+    workspace: Option<&str>,
+    write: bool,
+) -> (String, ManagedKey) {
+    let (key, id) = new_key();
+    let rec = ManagedKey {
+        id,
+        digest: key_digest(&key),
+        tenant: tenant.into(),
+        workspace: workspace.map(Into::into),
+        principal: "ci-bot".into(),
+        read: true,
+        write,
+        created_at: 1,
+        revoked_at: None,
+    };
+    store.insert_key(rec.clone()).await.unwrap();
+    (key, rec)
+}
+
+fn request(key: &str, workspace: Option<&str>) -> Value {
+    let mut ev = event("authorizer.json");
+    ev["headers"]["authorization"] = Value::from(format!("Bearer {key}"));
+    if let Some(w) = workspace {
+        ev["headers"]["x-workspace-id"] = Value::from(w);
+    }
+    ev
+}
+
+#[tokio::test]
+async fn stored_keys_authorize_as_the_same_identity_the_functions_accept() {
+    let env = testing::fresh(None).await;
+    let store = DynamoKeys::new(env.clients.dynamodb.clone(), &env.table);
+    let (key, rec) = store_key(&store, "acme", Some("main"), true).await;
+
+    let answer = authorize(&store, &names(), &request(&key, None)).await;
+    assert_eq!(answer["isAuthorized"], true, "{answer}");
+    assert_eq!(
+        answer["context"],
+        json!({"tenant_id": "acme", "workspace_id": "main", "sub": "ci-bot", "scope": "workspace:read workspace:write"})
+    );
+
+    // The route function takes the authorizer's context as the identity.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_string_lossy().to_string();
+    let app = workspace_lambda::build_app("put", move |k| {
+        (k == "WORKSPACE_DATA_DIR").then(|| d.clone())
+    })
+    .await
+    .unwrap();
+    let mut put = event("put-file.json");
+    put["requestContext"]["authorizer"] = json!({ "lambda": answer["context"] });
+    let req = lambda_http::request::from_str(&put.to_string()).unwrap();
+    let resp = workspace_lambda::handle(&app, req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+
+    // Nothing of the key is stored in plain text.
+    let item = env
+        .clients
+        .dynamodb
+        .scan()
+        .table_name(&env.table)
+        .send()
+        .await
+        .unwrap();
+    assert!(!format!("{:?}", item.items()).contains(&key));
+
+    // Revoked: denied at once.
+    store.revoke_key(&rec.id, 2).await.unwrap();
+    assert_eq!(
+        authorize(&store, &names(), &request(&key, None)).await["isAuthorized"],
+        false
+    );
+}
+
+#[tokio::test]
+async fn unknown_keys_and_foreign_workspaces_are_denied() {
+    let env = testing::fresh(None).await;
+    let store = DynamoKeys::new(env.clients.dynamodb.clone(), &env.table);
+    let (bound, _) = store_key(&store, "acme", Some("main"), false).await;
+    let (wide, _) = store_key(&store, "acme", None, true).await;
+    let deny = |v: Value| assert_eq!(v["isAuthorized"], false, "{v}");
+
+    deny(authorize(&store, &names(), &request("wsk_0_unknown", None)).await);
+    deny(authorize(&store, &names(), &json!({"headers": {}})).await);
+    deny(authorize(&store, &names(), &request(&bound, Some("other"))).await);
+    deny(authorize(&store, &names(), &request(&wide, None)).await);
+    deny(authorize(&store, &names(), &request(&wide, Some("../main"))).await);
+
+    let ok = authorize(&store, &names(), &request(&bound, Some("main"))).await;
+    assert_eq!(ok["context"]["scope"], "workspace:read");
+    let ok = authorize(&store, &names(), &request(&wide, Some("other"))).await;
+    assert_eq!(
+        (
+            ok["context"]["tenant_id"].as_str(),
+            ok["context"]["workspace_id"].as_str()
+        ),
+        (Some("acme"), Some("other"))
+    );
+}
