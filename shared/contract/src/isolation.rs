@@ -152,3 +152,54 @@ pub async fn tenant_wide_credentials_stay_in_their_tenant(h: Harness) {
         .await
         .assert_ok();
 }
+
+/// Naming another scope by header, query or body is refused (403) and reveals nothing;
+/// naming one's own changes nothing.
+pub async fn naming_another_scope_is_forbidden(h: Harness) {
+    h.put(KEY_EVIL, "evil.md", "EVIL-ONLY").await.assert_ok();
+    h.put(KEY_A, "mine.md", "mine").await.assert_ok();
+    let before = h.state(KEY_A).await;
+    let tries = [
+        ("x-tenant-id", "acme-evil", file_uri("evil.md")),
+        ("x-workspace-id", "other", file_uri("mine.md")),
+        (
+            "",
+            "",
+            format!("{}?tenantId=acme-evil", file_uri("evil.md")),
+        ),
+        (
+            "",
+            "",
+            "/v1/host/workspace/files?tenant=acme-evil".to_owned(),
+        ),
+        ("", "", format!("{}?workspaceId=other", file_uri("mine.md"))),
+    ];
+    for (name, value, uri) in &tries {
+        let mut c = h.call(Method::GET, uri, Some(KEY_A));
+        if !name.is_empty() {
+            c = c.header(name, value);
+        }
+        let r = c.send().await;
+        r.assert_error(403, "forbidden");
+        assert!(!String::from_utf8_lossy(&r.body).contains("EVIL-ONLY"));
+    }
+    for body in [
+        json!({"content": "x", "tenantId": "acme-evil"}),
+        json!({"content": "x", "workspaceId": "other"}),
+        json!({"content": "x", "tenant": 7}),
+    ] {
+        h.call(Method::PUT, &file_uri("mine.md"), Some(KEY_A))
+            .json(&body)
+            .send()
+            .await
+            .assert_error(403, "forbidden");
+    }
+    assert_eq!(h.state(KEY_A).await, before);
+    // Naming its own scope is fine.
+    h.call(Method::PUT, &file_uri("mine.md"), Some(KEY_A))
+        .header("x-tenant-id", "acme")
+        .json(&json!({"content": "again", "tenantId": "acme", "workspaceId": "main"}))
+        .send()
+        .await
+        .assert_ok();
+}

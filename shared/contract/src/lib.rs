@@ -32,6 +32,7 @@ macro_rules! contract_tests {
             concurrency::concurrent_idempotent_retries_make_one_version,
             isolation::isolation_holds_on_every_endpoint,
             isolation::tenant_wide_credentials_stay_in_their_tenant,
+            isolation::naming_another_scope_is_forbidden,
             concurrency::concurrent_if_match_writes_have_one_winner,
             concurrency::unconditional_concurrent_writes_all_land,
             protocol::requests_without_a_known_key_are_401,

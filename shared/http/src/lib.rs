@@ -9,6 +9,7 @@ pub mod envelope;
 pub mod files;
 pub mod request;
 pub mod routes;
+mod scope_check;
 
 use auth::Authenticator;
 use bytes::Bytes;
@@ -128,6 +129,14 @@ impl App {
         resp
     }
 
+    /// The caller, from the credential alone; a request that also names a tenant or
+    /// workspace (header, query or body) must name the credential's own (WCT-1).
+    async fn identify(&self, parts: &http::request::Parts, body: &Bytes) -> Result<Identity> {
+        let who = self.auth.authenticate(parts).await?;
+        scope_check::names_only_its_own_scope(&who, parts, body)?;
+        Ok(who)
+    }
+
     async fn dispatch(
         &self,
         route: Route,
@@ -146,17 +155,17 @@ impl App {
                 Ok(json_response(StatusCode::OK, &discovery::document(&limits)))
             }
             Route::ListFiles => {
-                let who = self.auth.authenticate(parts).await?;
+                let who = self.identify(parts, body).await?;
                 require_read(&who)?;
                 files::list(&self.service, &who, parts).await
             }
             Route::GetFile => {
-                let who = self.auth.authenticate(parts).await?;
+                let who = self.identify(parts, body).await?;
                 require_read(&who)?;
                 files::get(&self.service, &who, parts, tail, decoding).await
             }
             Route::PutFile => {
-                let who = self.auth.authenticate(parts).await?;
+                let who = self.identify(parts, body).await?;
                 require_write(&who)?;
                 if body.len() > self.max_request_bytes() {
                     return Ok(self.body_too_large());
@@ -164,7 +173,7 @@ impl App {
                 files::put(&self.service, &who, parts, tail, decoding, body).await
             }
             Route::DeleteFile => {
-                let who = self.auth.authenticate(parts).await?;
+                let who = self.identify(parts, body).await?;
                 require_write(&who)?;
                 files::delete(&self.service, &who, parts, tail, decoding).await
             }
