@@ -116,14 +116,15 @@ async fn manage_keys(action: KeysAction) -> Result<(), String> {
                 principal.as_deref(),
             )
             .await?;
-            println!("{key}");
-            println!("{}", keys::describe(&rec));
-            println!("stored hashed in {place}; this is the only time the key is shown");
+            emit(&[
+                key,
+                keys::describe(&rec),
+                format!("stored hashed in {place}; this is the only time the key is shown"),
+            ]);
         }
         KeysAction::List => {
-            for k in store.list_keys().await.map_err(|e| e.to_string())? {
-                println!("{}", keys::describe(&k));
-            }
+            let listed = store.list_keys().await.map_err(|e| e.to_string())?;
+            emit(&listed.iter().map(keys::describe).collect::<Vec<_>>());
         }
         KeysAction::Revoke { id } => {
             if !store
@@ -133,10 +134,23 @@ async fn manage_keys(action: KeysAction) -> Result<(), String> {
             {
                 return Err(format!("no active key with id {id}"));
             }
-            println!("revoked {id}");
+            emit(&[format!("revoked {id}")]);
         }
     }
     Ok(())
+}
+
+/// Prints command output. A reader that stops early (`keys create | head -n 1`) closes the
+/// pipe; that ends the output quietly instead of panicking like `println!`.
+fn emit(lines: &[String]) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        if writeln!(out, "{line}").is_err() {
+            return;
+        }
+    }
+    let _ = out.flush();
 }
 
 async fn serve() -> Result<(), String> {

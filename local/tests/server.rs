@@ -471,3 +471,22 @@ async fn keys_can_be_managed_in_the_dynamodb_table_too() {
         "nothing went to the local file"
     );
 }
+
+#[test]
+fn keys_output_into_a_closed_pipe_is_not_a_panic() {
+    // `keys create | head -n 1` closes the pipe after the key; here the reader is gone
+    // before the first write, so every write fails (deterministically).
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_workspace-local"))
+        .args(["keys", "create", "--tenant", "acme", "--workspace", "main"])
+        .env("WORKSPACE_DATA_DIR", dir.path())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
