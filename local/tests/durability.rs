@@ -71,7 +71,23 @@ async fn acknowledged_writes_survive_sigkill() {
             })
         })
         .collect();
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Kill only once the in-flight writers have had some writes acknowledged (however
+    // slow the machine), so the test always covers writes racing the kill.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while acked
+        .lock()
+        .unwrap()
+        .keys()
+        .filter(|(p, _)| p.starts_with("inflight/"))
+        .count()
+        < 8
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "in-flight writes never acknowledged"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     s.kill9();
     for w in writers {
         let _ = w.await;
