@@ -262,61 +262,45 @@ pub async fn observed_bus() -> Observed {
 }
 
 impl Observed {
-    /// Reads messages until `want` arrived or a few quiet seconds passed; returns the
-    /// EventBridge envelopes (JSON).
-    pub async fn drain(&self, want: usize) -> Vec<serde_json::Value> {
+    /// One receive: the EventBridge envelopes (JSON) that were waiting, deleted from the queue.
+    async fn receive(&self) -> Vec<serde_json::Value> {
+        let out = self
+            .sqs
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .expect("receive");
         let mut got = Vec::new();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(8);
-        while std::time::Instant::now() < deadline {
-            let out = self
-                .sqs
-                .receive_message()
-                .queue_url(&self.queue_url)
-                .max_number_of_messages(10)
-                .send()
-                .await
-                .expect("receive");
-            for m in out.messages.unwrap_or_default() {
-                got.push(
-                    serde_json::from_str(m.body().unwrap_or("null")).expect("message is JSON"),
-                );
-                if let Some(h) = m.receipt_handle() {
-                    let _ = self
-                        .sqs
-                        .delete_message()
-                        .queue_url(&self.queue_url)
-                        .receipt_handle(h)
-                        .send()
-                        .await;
-                }
-            }
-            if got.len() > want {
-                break;
-            }
-            if got.len() < want {
-                // No long polling: the emulator serves one request at a time.
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                continue;
-            }
-            if got.len() == want {
-                // One more short look, so an extra (wrong) event would be seen.
-                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-                let extra = self
+        for m in out.messages.unwrap_or_default() {
+            got.push(serde_json::from_str(m.body().unwrap_or("null")).expect("message is JSON"));
+            if let Some(h) = m.receipt_handle() {
+                let _ = self
                     .sqs
-                    .receive_message()
+                    .delete_message()
                     .queue_url(&self.queue_url)
-                    .max_number_of_messages(10)
+                    .receipt_handle(h)
                     .send()
-                    .await
-                    .expect("receive");
-                for m in extra.messages.unwrap_or_default() {
-                    got.push(
-                        serde_json::from_str(m.body().unwrap_or("null")).expect("message is JSON"),
-                    );
-                }
-                break;
+                    .await;
             }
         }
+        got
+    }
+
+    /// Reads messages until `want` arrived or a few quiet seconds passed, then looks once
+    /// more so an extra (wrong) event would be seen.
+    pub async fn drain(&self, want: usize) -> Vec<serde_json::Value> {
+        let pause = |ms| tokio::time::sleep(std::time::Duration::from_millis(ms));
+        let mut got = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(8);
+        while got.len() < want && std::time::Instant::now() < deadline {
+            got.extend(self.receive().await);
+            // No long polling: the emulator serves one request at a time.
+            pause(200).await;
+        }
+        pause(300).await;
+        got.extend(self.receive().await);
         got
     }
 }
