@@ -20,13 +20,13 @@ async fn acknowledged_writes_survive_sigkill() {
     for i in 0..40 {
         let path = format!("notes/{:02}.md", i % 20);
         let content = format!("content {i}");
-        let r = c
-            .put(format!("{}/v1/host/workspace/files/{path}", s.base))
-            .bearer_auth(&key)
-            .json(&json!({"content": content}))
-            .send()
-            .await
-            .unwrap();
+        let r = common::put_content(
+            &c,
+            format!("{}/v1/host/workspace/files/{path}", s.base),
+            &key,
+            &content,
+        )
+        .await;
         assert!(r.status().is_success());
         let v: Value = r.json().await.unwrap();
         acked
@@ -104,29 +104,29 @@ async fn acknowledged_writes_survive_sigkill() {
         if path == deleted {
             continue;
         }
-        let v: Value = c
-            .get(format!(
+        let v: Value = common::get_with(
+            &c,
+            format!(
                 "{}/v1/host/workspace/files/{path}?version={version}",
                 s.base
-            ))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            ),
+            &key,
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
         assert_eq!(
             v["content"].as_str(),
             Some(content.as_str()),
             "{path} v{version}: {v}"
         );
     }
-    let r = c
-        .get(format!("{}/v1/host/workspace/files/{deleted}", s.base))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
+    let r = common::get_with(
+        &c,
+        format!("{}/v1/host/workspace/files/{deleted}", s.base),
+        &key,
+    )
+    .await;
     assert_eq!(r.status(), 404, "the acknowledged delete survived too");
 }

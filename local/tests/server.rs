@@ -26,13 +26,7 @@ async fn first_start_generates_a_key_and_later_starts_reuse_it_without_printing_
         "{out}"
     );
     let c = Client::new();
-    let r = c
-        .put(files(&s, "a.md"))
-        .bearer_auth(&key)
-        .json(&json!({"content": "x"}))
-        .send()
-        .await
-        .unwrap();
+    let r = common::put_content(&c, files(&s, "a.md"), &key, "x").await;
     assert_eq!(r.status(), StatusCode::OK);
     assert!(s.terminate().success());
     assert!(!s.stderr_text().contains(&key), "logs never carry a key");
@@ -48,12 +42,7 @@ async fn first_start_generates_a_key_and_later_starts_reuse_it_without_printing_
         "{}",
         s2.stdout_text()
     );
-    let r = c
-        .get(files(&s2, "a.md"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
+    let r = common::get_with(&c, files(&s2, "a.md"), &key).await;
     assert_eq!(r.status(), StatusCode::OK);
 }
 
@@ -74,12 +63,7 @@ async fn keys_created_and_revoked_by_the_cli_count_without_a_restart() {
     let s = Server::start(dir.path(), &[]).await;
     let c = Client::new();
     let admin = s.generated_key();
-    c.put(files(&s, "shared.md"))
-        .bearer_auth(&admin)
-        .json(&json!({"content": "x"}))
-        .send()
-        .await
-        .unwrap();
+    common::put_content(&c, files(&s, "shared.md"), &admin, "x").await;
 
     let (status, out, err) = common::run_args(
         dir.path(),
@@ -104,20 +88,9 @@ async fn keys_created_and_revoked_by_the_cli_count_without_a_restart() {
     );
     let id = key.split('_').nth(1).unwrap().to_owned();
 
-    let r = c
-        .get(files(&s, "shared.md"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
+    let r = common::get_with(&c, files(&s, "shared.md"), &key).await;
     assert_eq!(r.status(), StatusCode::OK, "a new key works at once");
-    let r = c
-        .put(files(&s, "shared.md"))
-        .bearer_auth(&key)
-        .json(&json!({"content": "y"}))
-        .send()
-        .await
-        .unwrap();
+    let r = common::put_content(&c, files(&s, "shared.md"), &key, "y").await;
     assert_eq!(
         r.status(),
         StatusCode::FORBIDDEN,
@@ -139,12 +112,7 @@ async fn keys_created_and_revoked_by_the_cli_count_without_a_restart() {
 
     let (status, _, err) = common::run_args(dir.path(), &[], &["keys", "revoke", &id]);
     assert!(status.success(), "{err}");
-    let r = c
-        .get(files(&s, "shared.md"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
+    let r = common::get_with(&c, files(&s, "shared.md"), &key).await;
     assert_eq!(
         r.status(),
         StatusCode::UNAUTHORIZED,
@@ -197,23 +165,18 @@ async fn http_contract_over_the_wire() {
     }
 
     // %2F and a raw slash are the same file.
-    let r = c
-        .put(s.url("/v1/host/workspace/files/behavior%2FCRUD.md"))
-        .bearer_auth(key_a)
-        .json(&json!({"content": "v1"}))
-        .send()
-        .await
-        .unwrap();
+    let r = common::put_content(
+        &c,
+        s.url("/v1/host/workspace/files/behavior%2FCRUD.md"),
+        &key_a,
+        "v1",
+    )
+    .await;
     assert_eq!(r.status(), StatusCode::OK);
     let etag_header = r.headers()["etag"].to_str().unwrap().to_owned();
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["etag"], etag_header);
-    let r = c
-        .get(files(&s, "behavior/CRUD.md"))
-        .bearer_auth(key_a)
-        .send()
-        .await
-        .unwrap();
+    let r = common::get_with(&c, files(&s, "behavior/CRUD.md"), &key_a).await;
     let v: Value = r.json().await.unwrap();
     assert_eq!(
         (v["content"].as_str(), v["version"].as_u64()),
@@ -221,12 +184,8 @@ async fn http_contract_over_the_wire() {
     );
 
     // List rows carry no content key.
-    let v: Value = c
-        .get(s.url("/v1/host/workspace/files"))
-        .bearer_auth(key_a)
-        .send()
+    let v: Value = common::get_with(&c, s.url("/v1/host/workspace/files"), &key_a)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -244,13 +203,7 @@ async fn http_contract_over_the_wire() {
         .unwrap();
     assert_eq!(d["workspace"]["maxFileBytes"], 64);
     assert_eq!(d["capabilities"]["workspace"]["maxFileBytes"], 64);
-    let r = c
-        .put(files(&s, "big.md"))
-        .bearer_auth(key_a)
-        .json(&json!({"content": "x".repeat(65)}))
-        .send()
-        .await
-        .unwrap();
+    let r = common::put_content(&c, files(&s, "big.md"), key_a, &"x".repeat(65)).await;
     assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
     // Far past the limit: the server answers 413 without reading it all and drops that
     // connection, so this request gets a client of its own (a pooled connection would die).
@@ -265,12 +218,7 @@ async fn http_contract_over_the_wire() {
     }
 
     // The other key's tenant sees nothing of acme's.
-    let r = c
-        .get(files(&s, "behavior/CRUD.md"))
-        .bearer_auth(key_b)
-        .send()
-        .await
-        .unwrap();
+    let r = common::get_with(&c, files(&s, "behavior/CRUD.md"), &key_b).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 
     // A dot segment sent raw reaches the router unnormalised and is refused.
@@ -306,13 +254,8 @@ async fn concurrent_if_match_puts_over_http_have_one_winner() {
     let s = Server::start(dir.path(), &[]).await;
     let key = s.generated_key();
     let c = Client::new();
-    let v: Value = c
-        .put(files(&s, "hot.md"))
-        .bearer_auth(&key)
-        .json(&json!({"content": "base"}))
-        .send()
+    let v: Value = common::put_content(&c, files(&s, "hot.md"), &key, "base")
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -341,12 +284,8 @@ async fn concurrent_if_match_puts_over_http_have_one_winner() {
         31,
         "{statuses:?}"
     );
-    let v: Value = c
-        .get(files(&s, "hot.md"))
-        .bearer_auth(&key)
-        .send()
+    let v: Value = common::get_with(&c, files(&s, "hot.md"), &key)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();

@@ -164,3 +164,27 @@ impl Drop for Server {
         }
     }
 }
+
+/// `PUT` of `{"content": ...}` to `url` with `key`.
+pub async fn put_content(
+    c: &reqwest::Client,
+    url: String,
+    key: &str,
+    content: &str,
+) -> reqwest::Response {
+    c.put(url)
+        .bearer_auth(key)
+        .json(&serde_json::json!({ "content": content }))
+        .send()
+        .await
+        .expect("PUT reaches the server")
+}
+
+/// `GET` of `url` with `key`.
+pub async fn get_with(c: &reqwest::Client, url: String, key: &str) -> reqwest::Response {
+    c.get(url)
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("GET reaches the server")
+}

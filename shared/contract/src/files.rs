@@ -225,11 +225,7 @@ pub async fn list_is_sorted_content_free_and_pages(h: Harness) {
         h.put(KEY_A, p, "x").await.assert_ok();
     }
     assert_eq!(h.delete(KEY_A, "gone.md").await.status, 204);
-    let list = h
-        .call(Method::GET, "/v1/host/workspace/files", Some(KEY_A))
-        .send()
-        .await
-        .assert_ok();
+    let list = h.list(KEY_A, "").await.assert_ok();
     assert_eq!(paths(&list), ["a/1.md", "a/2.md", "ab.md", "b.md"]);
     assert!(list.get("nextToken").is_none());
     for row in list["files"].as_array().unwrap() {
@@ -250,35 +246,11 @@ pub async fn list_is_sorted_content_free_and_pages(h: Harness) {
         }
     }
 
-    let pre = h
-        .call(
-            Method::GET,
-            "/v1/host/workspace/files?prefix=a/",
-            Some(KEY_A),
-        )
-        .send()
-        .await
-        .assert_ok();
+    let pre = h.list(KEY_A, "prefix=a/").await.assert_ok();
     assert_eq!(paths(&pre), ["a/1.md", "a/2.md"]);
-    let pre = h
-        .call(
-            Method::GET,
-            "/v1/host/workspace/files?prefix=a%2F",
-            Some(KEY_A),
-        )
-        .send()
-        .await
-        .assert_ok();
+    let pre = h.list(KEY_A, "prefix=a%2F").await.assert_ok();
     assert_eq!(paths(&pre), ["a/1.md", "a/2.md"]);
-    let pre = h
-        .call(
-            Method::GET,
-            "/v1/host/workspace/files?prefix=a",
-            Some(KEY_A),
-        )
-        .send()
-        .await
-        .assert_ok();
+    let pre = h.list(KEY_A, "prefix=a").await.assert_ok();
     assert_eq!(paths(&pre), ["a/1.md", "a/2.md", "ab.md"]);
 
     // Page through two at a time.

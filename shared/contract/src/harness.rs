@@ -218,6 +218,15 @@ impl Harness {
             .await
     }
 
+    /// `GET /v1/host/workspace/files?<query>` (no query when empty).
+    pub async fn list(&self, key: &str, query: &str) -> Reply {
+        let uri = match query {
+            "" => "/v1/host/workspace/files".to_owned(),
+            q => format!("/v1/host/workspace/files?{q}"),
+        };
+        self.call(Method::GET, &uri, Some(key)).send().await
+    }
+
     pub async fn delete(&self, key: &str, path: &str) -> Reply {
         self.call(Method::DELETE, &file_uri(path), Some(key))
             .send()
@@ -227,11 +236,7 @@ impl Harness {
     /// Everything a caller can observe: every live file with version, etag and content,
     /// plus the live-file count. Used to prove a refused request changed nothing.
     pub async fn state(&self, key: &str) -> Vec<(String, u64, String, String)> {
-        let list = self
-            .call(Method::GET, "/v1/host/workspace/files", Some(key))
-            .send()
-            .await
-            .assert_ok();
+        let list = self.list(key, "").await.assert_ok();
         let mut out = Vec::new();
         for row in list["files"].as_array().cloned().unwrap_or_default() {
             let path = row["path"].as_str().unwrap_or_default().to_owned();

@@ -114,11 +114,7 @@ pub async fn encoded_and_raw_slashes_name_the_same_file(h: Harness) {
         .await
         .assert_ok();
     assert_eq!(enc["content"], "raw");
-    let list = h
-        .call(Method::GET, "/v1/host/workspace/files", Some(KEY_A))
-        .send()
-        .await
-        .assert_ok();
+    let list = h.list(KEY_A, "").await.assert_ok();
     assert_eq!(list["files"].as_array().unwrap().len(), 1);
 }
 
@@ -346,10 +342,7 @@ pub async fn read_only_credentials_read_but_never_write(h: Harness) {
         h.get(KEY_READ_ONLY, "shared.md").await.assert_ok()["content"],
         "by the writer"
     );
-    h.call(Method::GET, "/v1/host/workspace/files", Some(KEY_READ_ONLY))
-        .send()
-        .await
-        .assert_ok();
+    h.list(KEY_READ_ONLY, "").await.assert_ok();
     let e = h
         .put(KEY_READ_ONLY, "shared.md", "overwrite")
         .await
