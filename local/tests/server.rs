@@ -168,7 +168,7 @@ async fn http_contract_over_the_wire() {
     let r = common::put_content(
         &c,
         s.url("/v1/host/workspace/files/behavior%2FCRUD.md"),
-        &key_a,
+        key_a,
         "v1",
     )
     .await;
@@ -176,7 +176,7 @@ async fn http_contract_over_the_wire() {
     let etag_header = r.headers()["etag"].to_str().unwrap().to_owned();
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["etag"], etag_header);
-    let r = common::get_with(&c, files(&s, "behavior/CRUD.md"), &key_a).await;
+    let r = common::get_with(&c, files(&s, "behavior/CRUD.md"), key_a).await;
     let v: Value = r.json().await.unwrap();
     assert_eq!(
         (v["content"].as_str(), v["version"].as_u64()),
@@ -184,7 +184,7 @@ async fn http_contract_over_the_wire() {
     );
 
     // List rows carry no content key.
-    let v: Value = common::get_with(&c, s.url("/v1/host/workspace/files"), &key_a)
+    let v: Value = common::get_with(&c, s.url("/v1/host/workspace/files"), key_a)
         .await
         .json()
         .await
@@ -218,7 +218,7 @@ async fn http_contract_over_the_wire() {
     }
 
     // The other key's tenant sees nothing of acme's.
-    let r = common::get_with(&c, files(&s, "behavior/CRUD.md"), &key_b).await;
+    let r = common::get_with(&c, files(&s, "behavior/CRUD.md"), key_b).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 
     // A dot segment sent raw reaches the router unnormalised and is refused.
