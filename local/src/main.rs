@@ -4,6 +4,7 @@
 
 mod config;
 mod keys;
+mod secrets;
 mod server;
 
 use clap::{Parser, Subcommand};
@@ -15,6 +16,7 @@ use workspace_http::App;
 use workspace_store_aws::keys_table::DynamoKeys;
 use workspace_store_aws::AwsClients;
 use workspace_store_embedded::keys::KeyFile;
+use workspace_store_embedded::secrets::SecretFile;
 use workspace_store_embedded::EmbeddedStore;
 
 /// The Agent Workspace API on this machine. Settings come from WORKSPACE_* variables.
@@ -34,6 +36,38 @@ enum Command {
     Keys {
         #[command(subcommand)]
         action: KeysAction,
+    },
+    /// Register, list and remove a tenant's secrets (WSR-1): values redacted as
+    /// [REDACTED:<id>] from every write of the tenant, whatever WORKSPACE_REDACT_STRUCTURAL
+    /// says. Kept in the data directory (or, with WORKSPACE_TABLE set, in that table).
+    Secrets {
+        #[command(subcommand)]
+        action: SecretsAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum SecretsAction {
+    /// Register a secret; its value is read from standard input (never from the command
+    /// line, where shell history and `ps` would keep it). One trailing newline is dropped.
+    Set {
+        #[arg(long)]
+        tenant: String,
+        /// Names the secret in stored text: [REDACTED:<id>].
+        #[arg(long)]
+        id: String,
+    },
+    /// List a tenant's secret ids (never the values).
+    List {
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Remove a secret; later writes are no longer redacted for it.
+    Remove {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        id: String,
     },
 }
 
@@ -71,6 +105,7 @@ async fn main() {
     let result = match cli.command {
         None | Some(Command::Serve) => serve().await,
         Some(Command::Keys { action }) => manage_keys(action).await,
+        Some(Command::Secrets { action }) => secrets::manage(action).await,
     };
     if let Err(e) = result {
         eprintln!("workspace-local: {e}");
@@ -142,7 +177,7 @@ async fn manage_keys(action: KeysAction) -> Result<(), String> {
 
 /// Prints command output. A reader that stops early (`keys create | head -n 1`) closes the
 /// pipe; that ends the output quietly instead of panicking like `println!`.
-fn emit(lines: &[String]) {
+pub(crate) fn emit(lines: &[String]) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     for line in lines {
@@ -165,7 +200,8 @@ async fn serve() -> Result<(), String> {
         Arc::new(RandomIds),
         cfg.limits,
     )
-    .with_redactor(cfg.redactor);
+    .with_redactor(cfg.redactor)
+    .with_secrets(Arc::new(SecretFile::new(&cfg.data_dir)));
     let app = Arc::new(App::new(service, auth));
     let listener = tokio::net::TcpListener::bind(cfg.addr)
         .await

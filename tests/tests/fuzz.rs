@@ -9,7 +9,7 @@ use workspace_contract::harness::{Backend, Harness, KEY_A};
 use workspace_core::FilePath;
 use workspace_http::request::{file_path, Decoding};
 use workspace_http::PathForm;
-use workspace_store_memory::{MemoryBodies, MemoryMeta};
+use workspace_store_memory::{MemoryBodies, MemoryMeta, MemorySecrets};
 
 /// The invariants of DESIGN.md's path rule.
 fn assert_valid_path(p: &str) {
@@ -90,6 +90,7 @@ fn harness() -> &'static Harness {
             let h = Harness::new(Backend {
                 meta: Arc::new(MemoryMeta::default()),
                 bodies: Arc::new(MemoryBodies::default()),
+                secrets: Arc::new(MemorySecrets::default()),
                 guard: Box::new(()),
             })
             .await;

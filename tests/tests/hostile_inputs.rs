@@ -7,12 +7,13 @@ use http::Method;
 use serde_json::json;
 use std::sync::Arc;
 use workspace_contract::harness::{Backend, Harness, KEY_A};
-use workspace_store_memory::{MemoryBodies, MemoryMeta};
+use workspace_store_memory::{MemoryBodies, MemoryMeta, MemorySecrets};
 
 async fn harness() -> Harness {
     let h = Harness::new(Backend {
         meta: Arc::new(MemoryMeta::default()),
         bodies: Arc::new(MemoryBodies::default()),
+        secrets: Arc::new(MemorySecrets::default()),
         guard: Box::new(()),
     })
     .await;

@@ -50,6 +50,30 @@ pub fn run_args(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (ExitStatus,
     )
 }
 
+/// Runs the binary with `input` on its standard input (`secrets set`).
+pub fn run_with_input(
+    dir: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+    input: &str,
+) -> (ExitStatus, String, String) {
+    use std::io::Write;
+    let mut child = command(dir, env)
+        .args(args)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("spawn workspace-local");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).expect("write stdin");
+    drop(stdin);
+    let out = child.wait_with_output().expect("run workspace-local");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 impl Server {
     pub async fn start(dir: &Path, env: &[(&str, &str)]) -> Server {
         let mut child = command(dir, env).spawn().expect("spawn workspace-local");

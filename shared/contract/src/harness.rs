@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use workspace_core::model::Millis;
 use workspace_core::ports::{BodyStore, Clock, LogEvents, MetaStore, RandomIds, SystemClock};
+use workspace_core::secrets::SecretStore;
 use workspace_core::{Limits, Scope, WorkspaceService};
 use workspace_http::auth::ApiKeys;
 use workspace_http::{App, PathForm};
@@ -33,6 +34,8 @@ pub const LIMITS: Limits = Limits {
 pub struct Backend {
     pub meta: Arc<dyn MetaStore>,
     pub bodies: Arc<dyn BodyStore>,
+    /// The adapter's registered-secret store (WSR-1).
+    pub secrets: Arc<dyn SecretStore>,
     pub guard: Box<dyn Any + Send + Sync>,
 }
 
@@ -55,6 +58,7 @@ pub struct Harness {
     pub app: Arc<App>,
     pub meta: Arc<dyn MetaStore>,
     pub bodies: Arc<dyn BodyStore>,
+    pub secrets: Arc<dyn SecretStore>,
     pub clock: Arc<ManualClock>,
     _guard: Box<dyn Any + Send + Sync>,
 }
@@ -182,11 +186,13 @@ impl Harness {
             clock.clone(),
             Arc::new(RandomIds),
             limits,
-        );
+        )
+        .with_secrets(backend.secrets.clone());
         Self {
             app: Arc::new(App::new(service, Arc::new(keys))),
             meta: backend.meta,
             bodies: backend.bodies,
+            secrets: backend.secrets,
             clock,
             _guard: backend.guard,
         }

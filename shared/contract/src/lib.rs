@@ -10,6 +10,7 @@ pub mod hostile;
 pub mod isolation;
 pub mod limits;
 pub mod protocol;
+pub mod redaction;
 
 pub use harness::{Backend, Harness};
 
@@ -44,6 +45,7 @@ macro_rules! contract_tests {
             protocol::error_envelope_is_flat_everywhere,
             protocol::secrets_are_redacted_before_storage,
             protocol::read_only_credentials_read_but_never_write,
+            redaction::registered_secrets_are_redacted_for_their_tenant_only,
         );
     };
     (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {

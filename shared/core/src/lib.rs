@@ -9,6 +9,7 @@ pub mod path;
 pub mod ports;
 pub mod redact;
 pub mod scope;
+pub mod secrets;
 pub mod service;
 
 pub use error::{Result, WorkspaceError};

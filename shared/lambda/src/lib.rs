@@ -11,10 +11,13 @@ use http::{Request, Response};
 use lambda_http::{service_fn, Body, Error, RequestExt};
 use std::sync::Arc;
 use workspace_core::ports::{BodyStore, LogEvents, MetaStore, RandomIds, SystemClock};
+use workspace_core::secrets::SecretStore;
 use workspace_core::WorkspaceService;
 use workspace_http::config::{limits_from_env, redactor_from_env};
 use workspace_http::{App, PathForm, RouteLabel};
+use workspace_store_aws::secrets_table::DynamoSecrets;
 use workspace_store_aws::{AwsClients, DynamoMeta, S3Bodies};
+use workspace_store_embedded::secrets::SecretFile;
 use workspace_store_embedded::EmbeddedStore;
 
 /// A setting that must be present.
@@ -34,24 +37,24 @@ pub async fn build_app(
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<App, Error> {
     let limits = limits_from_env(&get)?;
-    let (meta, bodies): (Arc<dyn MetaStore>, Arc<dyn BodyStore>) =
-        if get("WORKSPACE_TABLE").is_some() {
-            let clients = AwsClients::from_env().await;
-            (
-                Arc::new(DynamoMeta::new(
-                    clients.dynamodb.clone(),
-                    required(&get, "WORKSPACE_TABLE")?,
-                )),
-                Arc::new(S3Bodies::new(
-                    clients.s3.clone(),
-                    required(&get, "WORKSPACE_BUCKET")?,
-                )),
-            )
-        } else {
-            let dir = get("WORKSPACE_DATA_DIR").unwrap_or_else(|| "/tmp/workspace-data".to_owned());
-            let store = Arc::new(EmbeddedStore::open(std::path::Path::new(&dir))?);
-            (store.clone(), store)
-        };
+    type Stores = (Arc<dyn MetaStore>, Arc<dyn BodyStore>, Arc<dyn SecretStore>);
+    let (meta, bodies, secrets): Stores = if get("WORKSPACE_TABLE").is_some() {
+        let clients = AwsClients::from_env().await;
+        let table = required(&get, "WORKSPACE_TABLE")?;
+        (
+            Arc::new(DynamoMeta::new(clients.dynamodb.clone(), table.clone())),
+            Arc::new(S3Bodies::new(
+                clients.s3.clone(),
+                required(&get, "WORKSPACE_BUCKET")?,
+            )),
+            Arc::new(DynamoSecrets::new(clients.dynamodb.clone(), table)),
+        )
+    } else {
+        let dir = get("WORKSPACE_DATA_DIR").unwrap_or_else(|| "/tmp/workspace-data".to_owned());
+        let dir = std::path::Path::new(&dir);
+        let store = Arc::new(EmbeddedStore::open(dir)?);
+        (store.clone(), store, Arc::new(SecretFile::new(dir)))
+    };
     // Events come from the DynamoDB stream (functions/publish), never from the request path.
     let service = WorkspaceService::new(
         meta,
@@ -61,7 +64,8 @@ pub async fn build_app(
         Arc::new(RandomIds),
         limits,
     )
-    .with_redactor(redactor_from_env(&get)?);
+    .with_redactor(redactor_from_env(&get)?)
+    .with_secrets(secrets);
     let claims = identity::ClaimNames::from_env(&get);
     let mut app = App::new(service, Arc::new(identity::AuthorizerClaims::new(claims)));
     app.function = Some(function);

@@ -3,11 +3,18 @@
 //! one tenant (`dynamodb:LeadingKeys`, S3 prefix ARNs) and tenant `acme` can never address
 //! `acme-evil` (ids cannot contain `#` or `/`).
 
-use workspace_core::{FilePath, Scope};
+use workspace_core::{FilePath, Scope, TenantId};
 
 /// Partition key of everything in one workspace.
 pub fn partition(scope: &Scope) -> String {
     format!("{}#{}", scope.tenant, scope.workspace)
+}
+
+/// Partition of a tenant's registered secrets. Workspace ids start with a letter or digit,
+/// so `<tenant>##secrets` is never a workspace's partition, yet it still starts with
+/// `<tenant>#` (covered by the same `dynamodb:LeadingKeys` pin).
+pub fn secrets_partition(tenant: &TenantId) -> String {
+    format!("{tenant}##secrets")
 }
 
 /// Sort key of a path's head item.

@@ -10,6 +10,7 @@ pub mod keys;
 pub mod keys_table;
 pub mod publisher;
 pub mod s3;
+pub mod secrets_table;
 pub mod sweeper;
 #[cfg(feature = "testing")]
 pub mod testing;

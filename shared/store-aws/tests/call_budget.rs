@@ -5,6 +5,7 @@ use std::sync::Arc;
 use workspace_core::ports::{LogEvents, RandomIds, SystemClock};
 use workspace_core::{FilePath, Identity, Limits, PathPrefix, PutRequest, Scope, WorkspaceService};
 use workspace_store_aws::calls::CallLog;
+use workspace_store_aws::secrets_table::DynamoSecrets;
 use workspace_store_aws::testing as common;
 use workspace_store_aws::{DynamoMeta, S3Bodies};
 
@@ -32,11 +33,16 @@ async fn each_operation_stays_within_its_call_budget() {
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         Limits::default(),
-    );
+    )
+    .with_secrets(Arc::new(DynamoSecrets::new(
+        env.clients.dynamodb.clone(),
+        &env.table,
+    )));
     let path = FilePath::parse("notes/a.md").unwrap();
     let scope = who().scope;
 
-    // PUT: the body upload and the head read run side by side, then one transaction.
+    // PUT: the tenant's registered secrets (WSR-1: the body is redacted before it is
+    // uploaded), then the body upload and the head read side by side, then one transaction.
     log.reset();
     let v1 = svc
         .put(&who(), put("notes/a.md", "one", None))
@@ -46,11 +52,12 @@ async fn each_operation_stays_within_its_call_budget() {
         log.calls(),
         [
             "DynamoDB.GetItem",
+            "DynamoDB.Query",
             "DynamoDB.TransactWriteItems",
             "S3.PutObject"
         ]
     );
-    assert_eq!(log.sequential_depth(), 2, "PUT waits for two round trips");
+    assert_eq!(log.sequential_depth(), 3, "PUT waits for three round trips");
 
     log.reset();
     svc.put(&who(), put("notes/a.md", "two", Some(v1.meta.etag)))
@@ -60,11 +67,12 @@ async fn each_operation_stays_within_its_call_budget() {
         log.calls(),
         [
             "DynamoDB.GetItem",
+            "DynamoDB.Query",
             "DynamoDB.TransactWriteItems",
             "S3.PutObject"
         ]
     );
-    assert_eq!(log.sequential_depth(), 2);
+    assert_eq!(log.sequential_depth(), 3);
 
     // GET: the head (it carries the latest body's VersionId), then the body.
     log.reset();

@@ -40,6 +40,24 @@ proptest! {
             prop_assert!(!keys::partition(&s1).starts_with(&pk2));
             prop_assert!(!b2.starts_with(&s3p1) && !b1.starts_with(&s3p2));
             prop_assert!(!b1.starts_with(&b2) && !b2.starts_with(&b1));
+            prop_assert_ne!(
+                keys::secrets_partition(&s1.tenant),
+                keys::secrets_partition(&s2.tenant)
+            );
         }
+        // A tenant's registered secrets sit under its own prefix and in no workspace's
+        // partition, whatever the workspace is called.
+        let secrets = keys::secrets_partition(&s1.tenant);
+        let own_prefix = format!("{}#", s1.tenant);
+        prop_assert!(secrets.starts_with(&own_prefix));
+        prop_assert_ne!(&secrets, &keys::partition(&s1));
+        prop_assert_ne!(&secrets, &keys::partition(&s2));
+    }
+
+    #[test]
+    fn no_workspace_is_named_like_the_secrets_partition(t in "[a-z]{1,4}") {
+        let tenant = workspace_core::TenantId::parse(&t).unwrap();
+        let suffix = keys::secrets_partition(&tenant)[t.len() + 1..].to_owned();
+        prop_assert!(workspace_core::WorkspaceId::parse(&suffix).is_err());
     }
 }

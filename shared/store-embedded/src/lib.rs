@@ -12,7 +12,9 @@
 //! - `live_counts`: prefix               → number of live files
 //! - `bodies`:      (body key, id)       → bytes
 
+pub mod json_file;
 pub mod keys;
+pub mod secrets;
 
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};

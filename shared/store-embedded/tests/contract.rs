@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use workspace_contract::{contract_tests, Backend};
+use workspace_store_embedded::secrets::SecretFile;
 use workspace_store_embedded::EmbeddedStore;
 
 async fn backend() -> Backend {
@@ -11,6 +12,7 @@ async fn backend() -> Backend {
     Backend {
         meta: store.clone(),
         bodies: store,
+        secrets: Arc::new(SecretFile::new(dir.path())),
         guard: Box::new(dir),
     }
 }
@@ -27,6 +29,7 @@ async fn the_database_file_never_holds_a_written_secret() {
         let h = workspace_contract::Harness::new(Backend {
             meta: store.clone(),
             bodies: store,
+            secrets: Arc::new(SecretFile::new(dir.path())),
             guard: Box::new(()),
         })
         .await;

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use workspace_core::model::{BodyRef, Head, IdempotencyRecord, VersionRecord};
 use workspace_core::ports::{BodyStore, Commit, CommitOutcome, MetaStore};
-use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
+use workspace_core::secrets::{SecretRecord, SecretStore};
+use workspace_core::{FilePath, PathPrefix, Result, Scope, TenantId, WorkspaceError};
 
 #[derive(Default)]
 struct ScopeState {
@@ -180,5 +181,45 @@ impl BodyStore for MemoryBodies {
             .map_err(poisoned)?
             .remove(&(body.key.clone(), body.version_id.clone()));
         Ok(())
+    }
+}
+
+/// Registered secrets in memory.
+#[derive(Default, Clone)]
+pub struct MemorySecrets {
+    records: Arc<Mutex<Vec<SecretRecord>>>,
+}
+
+impl MemorySecrets {
+    fn lock(&self) -> Result<MutexGuard<'_, Vec<SecretRecord>>> {
+        self.records
+            .lock()
+            .map_err(|_| WorkspaceError::internal("memory store lock poisoned"))
+    }
+}
+
+#[async_trait]
+impl SecretStore for MemorySecrets {
+    async fn put_secret(&self, record: SecretRecord) -> Result<()> {
+        let mut all = self.lock()?;
+        all.retain(|s| !(s.tenant == record.tenant && s.id == record.id));
+        all.push(record);
+        Ok(())
+    }
+
+    async fn secrets_of(&self, tenant: &TenantId) -> Result<Vec<SecretRecord>> {
+        Ok(self
+            .lock()?
+            .iter()
+            .filter(|s| s.tenant == tenant.as_str())
+            .cloned()
+            .collect())
+    }
+
+    async fn remove_secret(&self, tenant: &TenantId, id: &str) -> Result<bool> {
+        let mut all = self.lock()?;
+        let before = all.len();
+        all.retain(|s| !(s.tenant == tenant.as_str() && s.id == id));
+        Ok(all.len() < before)
     }
 }

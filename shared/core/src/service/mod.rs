@@ -20,8 +20,9 @@ use crate::ports::{
     BodyStore, Clock, Commit, CommitOutcome, EventSink, Expect, IdSource, MetaStore, Operation,
     WorkspaceEvent,
 };
-use crate::redact::Redactor;
+use crate::redact::{Redacted, Redactor};
 use crate::scope::{Identity, Scope};
+use crate::secrets::{NoSecrets, SecretStore};
 use std::sync::Arc;
 
 mod read;
@@ -51,6 +52,7 @@ pub struct PutRequest {
 
 pub struct WorkspaceService {
     redactor: Redactor,
+    secrets: Arc<dyn SecretStore>,
     meta: Arc<dyn MetaStore>,
     bodies: Arc<dyn BodyStore>,
     events: Arc<dyn EventSink>,
@@ -139,6 +141,7 @@ impl WorkspaceService {
     ) -> Self {
         Self {
             redactor: Redactor::default(),
+            secrets: Arc::new(NoSecrets),
             meta,
             bodies,
             events,
@@ -152,6 +155,26 @@ impl WorkspaceService {
     pub fn with_redactor(mut self, redactor: Redactor) -> Self {
         self.redactor = redactor;
         self
+    }
+
+    /// Where the tenants' registered secrets are read from (default: none registered).
+    pub fn with_secrets(mut self, secrets: Arc<dyn SecretStore>) -> Self {
+        self.secrets = secrets;
+        self
+    }
+
+    /// WSR-1 for any text about to be stored by `who`: the tenant's registered secrets
+    /// (read now, so one registered a moment ago counts), then the structural rules. Every
+    /// write path that stores text goes through here.
+    pub async fn redact_for(&self, who: &Identity, text: &str) -> Result<Redacted> {
+        let registered: Vec<_> = self
+            .secrets
+            .secrets_of(&who.scope.tenant)
+            .await?
+            .iter()
+            .map(|s| s.as_registered())
+            .collect();
+        Ok(self.redactor.redact(text, &registered))
     }
 
     pub fn limits(&self) -> Limits {

@@ -36,7 +36,7 @@ impl WorkspaceService {
         // WSR-1: what is stored (and answered, and hashed) is the redacted text.
         let mut req = req;
         if let Ok(text) = std::str::from_utf8(&req.content) {
-            let redacted = self.redactor.redact(text, &[]);
+            let redacted = self.redact_for(who, text).await?;
             if !redacted.hits.is_empty() {
                 tracing::info!(rules = ?redacted.hits, %path, "secrets redacted before storing");
                 req.content = redacted.text.into_bytes();
