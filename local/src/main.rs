@@ -113,18 +113,22 @@ async fn main() {
     }
 }
 
-/// Keys live beside the local database, or with `WORKSPACE_TABLE` set in that DynamoDB
-/// table (credentials, region and endpoint from the standard AWS environment).
-async fn key_store(cfg: &config::Config) -> (Box<dyn KeyStore>, String) {
-    match std::env::var("WORKSPACE_TABLE")
+/// The DynamoDB table the admin commands (`keys`, `secrets`) act on instead of the data
+/// directory, when `WORKSPACE_TABLE` is set (credentials, region and endpoint from the
+/// standard AWS environment): its client, name, and a description for their output.
+pub(crate) async fn admin_table() -> Option<(AwsClients, String, String)> {
+    let table = std::env::var("WORKSPACE_TABLE")
         .ok()
-        .filter(|t| !t.is_empty())
-    {
-        Some(table) => {
-            let clients = AwsClients::from_env().await;
-            let place = format!("DynamoDB table {table}");
-            (Box::new(DynamoKeys::new(clients.dynamodb, table)), place)
-        }
+        .filter(|t| !t.is_empty())?;
+    let clients = AwsClients::from_env().await;
+    let place = format!("DynamoDB table {table}");
+    Some((clients, table, place))
+}
+
+/// Keys live beside the local database, or in the table of [`admin_table`].
+async fn key_store(cfg: &config::Config) -> (Box<dyn KeyStore>, String) {
+    match admin_table().await {
+        Some((aws, table, place)) => (Box::new(DynamoKeys::new(aws.dynamodb, table)), place),
         None => (
             Box::new(KeyFile::new(&cfg.data_dir)),
             keys::file_in(&cfg.data_dir),

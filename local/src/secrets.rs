@@ -9,19 +9,11 @@ use workspace_core::ports::{Clock, SystemClock};
 use workspace_core::secrets::{SecretRecord, SecretStore};
 use workspace_core::TenantId;
 use workspace_store_aws::secrets_table::DynamoSecrets;
-use workspace_store_aws::AwsClients;
 use workspace_store_embedded::secrets::{SecretFile, SECRETS_FILE};
 
 async fn store(cfg: &config::Config) -> (Box<dyn SecretStore>, String) {
-    match std::env::var("WORKSPACE_TABLE")
-        .ok()
-        .filter(|t| !t.is_empty())
-    {
-        Some(table) => {
-            let clients = AwsClients::from_env().await;
-            let place = format!("DynamoDB table {table}");
-            (Box::new(DynamoSecrets::new(clients.dynamodb, table)), place)
-        }
+    match crate::admin_table().await {
+        Some((aws, table, place)) => (Box::new(DynamoSecrets::new(aws.dynamodb, table)), place),
         None => (
             Box::new(SecretFile::new(&cfg.data_dir)),
             cfg.data_dir.join(SECRETS_FILE).display().to_string(),

@@ -239,6 +239,25 @@ impl Harness {
             .await
     }
 
+    /// The stored bytes of a path's live body, read through the adapter itself (not the
+    /// API), as UTF-8: what redaction tests check for plaintext.
+    pub async fn raw_body(&self, tenant: &str, workspace: &str, path: &str) -> String {
+        let path = workspace_core::FilePath::parse(path).expect("valid test path");
+        let head = self
+            .meta
+            .head(&scope(tenant, workspace), &path)
+            .await
+            .expect("head read")
+            .expect("a head");
+        let raw = self
+            .bodies
+            .get(head.body.as_ref().expect("a live body"))
+            .await
+            .expect("body read")
+            .expect("the body exists");
+        String::from_utf8(raw).expect("a text body")
+    }
+
     /// Everything a caller can observe: every live file with version, etag and content,
     /// plus the live-file count. Used to prove a refused request changed nothing.
     pub async fn state(&self, key: &str) -> Vec<(String, u64, String, String)> {

@@ -318,16 +318,7 @@ pub async fn secrets_are_redacted_before_storage(h: Harness) {
         "size and etag describe the stored text"
     );
     // The adapter's own storage, read directly: no plaintext there either.
-    let scope = crate::harness::scope("acme", "main");
-    let path = workspace_core::FilePath::parse("notes/creds.md").unwrap();
-    let head = h.meta.head(&scope, &path).await.unwrap().expect("head");
-    let raw = h
-        .bodies
-        .get(head.body.as_ref().expect("body"))
-        .await
-        .unwrap()
-        .expect("raw body");
-    let raw = String::from_utf8(raw).unwrap();
+    let raw = h.raw_body("acme", "main", "notes/creds.md").await;
     assert!(
         !raw.contains(SECRET_AWS_KEY_ID) && !raw.contains(SECRET_GITHUB),
         "{raw}"

@@ -2,34 +2,18 @@
 //! of that tenant, in the response and in the adapter's own storage, from the moment they
 //! are registered, and never affect (or reveal anything to) another tenant.
 
-use crate::harness::{scope, Harness, KEY_A, KEY_EVIL, KEY_OTHER};
+use crate::harness::{Harness, KEY_A, KEY_EVIL, KEY_OTHER};
 use workspace_core::secrets::SecretRecord;
-use workspace_core::{FilePath, TenantId};
+use workspace_core::TenantId;
 
 /// Registered for tenant `acme`. Deliberately not secret-shaped: only registration catches it.
 pub const REGISTERED_VALUE: &str = "correct horse battery staple 42";
-
-async fn raw_body(h: &Harness, tenant: &str, workspace: &str, path: &str) -> String {
-    let head = h
-        .meta
-        .head(&scope(tenant, workspace), &FilePath::parse(path).unwrap())
-        .await
-        .unwrap()
-        .expect("head");
-    let raw = h
-        .bodies
-        .get(head.body.as_ref().expect("body"))
-        .await
-        .unwrap()
-        .expect("raw body");
-    String::from_utf8(raw).unwrap()
-}
 
 pub async fn registered_secrets_are_redacted_for_their_tenant_only(h: Harness) {
     let text = format!("db: {REGISTERED_VALUE}; again {REGISTERED_VALUE}.");
     // Not registered yet: an ordinary phrase is stored as written.
     h.put(KEY_A, "before.md", &text).await.assert_ok();
-    assert_eq!(raw_body(&h, "acme", "main", "before.md").await, text);
+    assert_eq!(h.raw_body("acme", "main", "before.md").await, text);
 
     let acme = TenantId::parse("acme").unwrap();
     let record = SecretRecord::new(&acme, "db-password", REGISTERED_VALUE, 0).unwrap();
@@ -43,10 +27,10 @@ pub async fn registered_secrets_are_redacted_for_their_tenant_only(h: Harness) {
         h.get(KEY_A, "notes/db.md").await.assert_ok()["content"],
         expected
     );
-    assert_eq!(raw_body(&h, "acme", "main", "notes/db.md").await, expected);
+    assert_eq!(h.raw_body("acme", "main", "notes/db.md").await, expected);
     // Every workspace of the tenant.
     h.put(KEY_OTHER, "x.md", &text).await.assert_ok();
-    assert_eq!(raw_body(&h, "acme", "other", "x.md").await, expected);
+    assert_eq!(h.raw_body("acme", "other", "x.md").await, expected);
     // Another tenant is untouched: its own text is stored as written, so redaction cannot
     // be used to probe acme's secrets.
     let evil = h.put(KEY_EVIL, "x.md", &text).await.assert_ok();
@@ -56,6 +40,6 @@ pub async fn registered_secrets_are_redacted_for_their_tenant_only(h: Harness) {
     assert!(h.secrets.remove_secret(&acme, "db-password").await.unwrap());
     assert!(!h.secrets.remove_secret(&acme, "db-password").await.unwrap());
     h.put(KEY_A, "after.md", &text).await.assert_ok();
-    assert_eq!(raw_body(&h, "acme", "main", "after.md").await, text);
-    assert_eq!(raw_body(&h, "acme", "main", "notes/db.md").await, expected);
+    assert_eq!(h.raw_body("acme", "main", "after.md").await, text);
+    assert_eq!(h.raw_body("acme", "main", "notes/db.md").await, expected);
 }
