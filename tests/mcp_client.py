@@ -10,7 +10,7 @@ import argparse
 import sys
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -230,6 +230,11 @@ async def stdio_mode(args):
         eq(init.server_info.name, "workspace-tool")
         await tool_list(s)
         await every_tool(Agent(s))
+    # The high-level Client probes the 2026-07-28 `server/discover` first ("auto" mode) and
+    # falls back to the initialize handshake, which this server speaks.
+    async with Client(params) as c:
+        r = await c.call_tool("read_file", {"path": "README.md"})
+        check(not r.is_error and "TODO one" in r.content[0].text, r)
 
 
 def main():
