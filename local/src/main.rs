@@ -4,6 +4,7 @@
 
 mod config;
 mod keys;
+mod mcp_stdio;
 mod secrets;
 mod server;
 
@@ -31,6 +32,18 @@ struct Cli {
 enum Command {
     /// Serve the API (what runs without a command).
     Serve,
+    /// Serve the MCP tools on stdin/stdout for a client that spawns this process. The
+    /// workspace comes from the API key in WORKSPACE_API_KEY, or from --tenant/--workspace.
+    Mcp {
+        #[arg(long)]
+        tenant: Option<String>,
+        /// The workspace (with --tenant, or for a tenant-wide WORKSPACE_API_KEY).
+        #[arg(long)]
+        workspace: Option<String>,
+        /// Only workspace:read, whatever the credential allows.
+        #[arg(long)]
+        read_only: bool,
+    },
     /// Create, list and revoke API keys, stored hashed in the data directory (or, with
     /// WORKSPACE_TABLE set, in that DynamoDB table for the Lambda authorizer).
     Keys {
@@ -106,6 +119,18 @@ async fn main() {
         None | Some(Command::Serve) => serve().await,
         Some(Command::Keys { action }) => manage_keys(action).await,
         Some(Command::Secrets { action }) => secrets::manage(action).await,
+        Some(Command::Mcp {
+            tenant,
+            workspace,
+            read_only,
+        }) => {
+            mcp(mcp_stdio::Who {
+                tenant,
+                workspace,
+                read_only,
+            })
+            .await
+        }
     };
     if let Err(e) = result {
         eprintln!("workspace-local: {e}");
@@ -192,11 +217,10 @@ pub(crate) fn emit(lines: &[String]) {
     let _ = out.flush();
 }
 
-async fn serve() -> Result<(), String> {
-    let cfg = config::Config::from_env()?;
+/// The service over the embedded store in the data directory.
+fn local_service(cfg: &config::Config) -> Result<WorkspaceService, String> {
     let store = Arc::new(EmbeddedStore::open(&cfg.data_dir).map_err(|e| e.to_string())?);
-    let (auth, key_source) = keys::authenticator(cfg.api_keys.as_deref(), &cfg.data_dir).await?;
-    let service = WorkspaceService::new(
+    Ok(WorkspaceService::new(
         store.clone(),
         store,
         Arc::new(LogEvents),
@@ -204,8 +228,21 @@ async fn serve() -> Result<(), String> {
         Arc::new(RandomIds),
         cfg.limits,
     )
-    .with_redactor(cfg.redactor)
-    .with_secrets(Arc::new(SecretFile::new(&cfg.data_dir)));
+    .with_redactor(cfg.redactor.clone())
+    .with_secrets(Arc::new(SecretFile::new(&cfg.data_dir))))
+}
+
+async fn mcp(who: mcp_stdio::Who) -> Result<(), String> {
+    let cfg = config::Config::from_env()?;
+    let service = local_service(&cfg)?;
+    let identity = mcp_stdio::identity(&cfg, &who).await?;
+    mcp_stdio::serve(service, identity).await
+}
+
+async fn serve() -> Result<(), String> {
+    let cfg = config::Config::from_env()?;
+    let service = local_service(&cfg)?;
+    let (auth, key_source) = keys::authenticator(cfg.api_keys.as_deref(), &cfg.data_dir).await?;
     let app = Arc::new(App::new(service, auth));
     let listener = tokio::net::TcpListener::bind(cfg.addr)
         .await

@@ -155,5 +155,27 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         swept["examined"].as_u64().is_some_and(|n| n >= 1),
         "{swept}"
     );
+    // The MCP function: a tool write lands on DynamoDB/S3 like a PUT, and is listed.
+    let text = |v: &Value| body(v)["result"]["content"][0]["text"].clone();
+    let wrote = invoke(w, "fn-mcp", "mcp-write-file.json");
+    assert_eq!(status(&wrote), 200, "{wrote}");
+    assert_eq!(
+        text(&wrote),
+        "Successfully wrote 20 bytes to notes/agent.md\nVersion: 1"
+    );
+    let listed = invoke(w, "fn-mcp", "mcp-list-directory.json");
+    assert_eq!(
+        text(&listed),
+        "Contents of /workspace:\n\n[DIR] notes",
+        "{listed}"
+    );
+    for event in ["mcp-health.json", "health.json"] {
+        let health = invoke(w, "fn-mcp", event);
+        assert_eq!(
+            body(&health)["service"],
+            "workspace-tool",
+            "{event}: {health}"
+        );
+    }
     drop(watch);
 }

@@ -9,6 +9,7 @@ pub mod harness;
 pub mod hostile;
 pub mod isolation;
 pub mod limits;
+pub mod mcp;
 pub mod protocol;
 pub mod redaction;
 
@@ -46,6 +47,9 @@ macro_rules! contract_tests {
             protocol::secrets_are_redacted_before_storage,
             protocol::read_only_credentials_read_but_never_write,
             redaction::registered_secrets_are_redacted_for_their_tenant_only,
+            mcp::mcp_writes_are_versions_redacted_and_bounded_like_put,
+            mcp::mcp_acts_only_on_the_credentials_workspace,
+            mcp::mcp_transport_rules,
         );
     };
     (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {

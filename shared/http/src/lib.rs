@@ -7,6 +7,7 @@ pub mod config;
 pub mod discovery;
 pub mod envelope;
 pub mod files;
+pub mod mcp;
 pub mod request;
 pub mod routes;
 mod scope_check;
@@ -41,6 +42,9 @@ fn require_write(who: &Identity) -> Result<()> {
         ))
     }
 }
+
+/// The function serving `POST /mcp`.
+pub const MCP_FUNCTION: &str = "mcp";
 
 /// Which route answered, attached to every response so transports can log it.
 #[derive(Debug, Clone, Copy)]
@@ -96,6 +100,13 @@ impl App {
                     self.dispatch(spec.route, &parts, tail.unwrap_or(""), decoding, &body)
                         .await,
                 )
+            }
+            // The MCP function answers `GET /health` itself with its own document, so a
+            // probe of that function (Function URL, `cargo lambda invoke`) finds it alive.
+            Matched::Route { spec, .. }
+                if spec.route == Route::Health && self.function == Some(MCP_FUNCTION) =>
+            {
+                ("/health", Ok(mcp::health()))
             }
             Matched::Route { .. } | Matched::NotFound => (
                 "unmatched",
@@ -177,6 +188,15 @@ impl App {
                 require_write(&who)?;
                 files::delete(&self.service, &who, parts, tail, decoding).await
             }
+            Route::Mcp => {
+                // Scopes are checked per tool: a read-only credential lists and reads.
+                let who = self.identify(parts, body).await?;
+                if body.len() > self.max_request_bytes() {
+                    return Ok(self.body_too_large());
+                }
+                mcp::post(&self.service, &who, parts, body).await
+            }
+            Route::McpHealth => Ok(mcp::health()),
         }
     }
 }

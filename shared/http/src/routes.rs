@@ -12,6 +12,10 @@ pub enum Route {
     GetFile,
     PutFile,
     DeleteFile,
+    /// MCP Streamable HTTP (stateless JSON-RPC), served by the "mcp" function.
+    Mcp,
+    /// The MCP function's own health document (`service: workspace-tool`).
+    McpHealth,
 }
 
 /// One row: method + API Gateway path pattern → route, and the function that serves it.
@@ -70,6 +74,18 @@ pub const ROUTES: &[RouteSpec] = &[
         pattern: FILE,
         route: Route::DeleteFile,
         function: "delete",
+    },
+    RouteSpec {
+        method: Method::POST,
+        pattern: "/mcp",
+        route: Route::Mcp,
+        function: "mcp",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/mcp/health",
+        route: Route::McpHealth,
+        function: "mcp",
     },
 ];
 

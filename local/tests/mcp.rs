@@ -1,0 +1,201 @@
+//! The MCP tools through a real MCP client: the official Python SDK (`tests/mcp_client.py`,
+//! installed into .venv by tests/run.sh from tests/requirements.txt) drives the real
+//! `workspace-local` over Streamable HTTP and over stdio, and asserts every tool's texts,
+//! traversal refusals, isolation, read-only credentials, and that MCP writes are versions
+//! on the HTTP API, redacted. This file checks the process side: exit status, events, logs.
+
+mod common;
+
+use common::{run_args, Server};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const KEY: &str = "key-acme-main-0123456789";
+const EVIL_KEY: &str = "key-acme-evil-0123456789";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs `tests/mcp_client.py` with the venv's Python; panics with its output on failure.
+fn python_client(args: &[&str]) -> Output {
+    let python = root().join(".venv/bin/python");
+    let out = Command::new(&python)
+        .arg(root().join("tests/mcp_client.py"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{} not runnable ({e}); tests/run.sh installs it with the mcp package",
+                python.display()
+            )
+        });
+    assert!(
+        out.status.success(),
+        "MCP client checks failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_mcp_client_over_streamable_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, out, err) = run_args(
+        dir.path(),
+        &[],
+        &[
+            "keys",
+            "create",
+            "--tenant",
+            "acme",
+            "--workspace",
+            "main",
+            "--read-only",
+        ],
+    );
+    assert!(status.success(), "{err}");
+    let read_only = out.lines().next().unwrap().trim().to_owned();
+    let keys = format!("{KEY}=acme/main,{EVIL_KEY}=acme-evil/main");
+    let server = Server::start(dir.path(), &[("WORKSPACE_API_KEYS", &keys)]).await;
+    let base = server.base.clone();
+    let run = tokio::task::spawn_blocking(move || {
+        python_client(&[
+            "http",
+            "--base",
+            &base,
+            "--key",
+            KEY,
+            "--evil-key",
+            EVIL_KEY,
+            "--read-only-key",
+            &read_only,
+        ])
+    })
+    .await
+    .unwrap();
+    assert!(String::from_utf8_lossy(&run.stdout).contains("checks passed (http)"));
+    // MCP writes were committed and announced like HTTP writes (the local event sink
+    // logs each `workspace.updated`), for acme/main and never for another scope.
+    let logs = server.stderr_text();
+    let announced: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("workspace.updated") && l.contains("path=mem/keys.env"))
+        .collect();
+    assert_eq!(announced.len(), 2, "{logs}");
+    assert!(announced
+        .iter()
+        .all(|l| l.contains("tenant=acme ") && l.contains("workspace=main")));
+    assert!(!logs.contains("tenant=acme-evil"), "{logs}");
+    assert!(
+        logs.contains("route=\"/mcp\"") || logs.contains("route=/mcp"),
+        "{logs}"
+    );
+    for secret in [KEY, EVIL_KEY, "AKIAIOSFODNN7EXAMPLE"] {
+        assert!(!logs.contains(secret), "logs carry {secret}");
+    }
+}
+
+#[test]
+fn python_mcp_client_over_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let run = python_client(&[
+        "stdio",
+        "--bin",
+        env!("CARGO_BIN_EXE_workspace-local"),
+        "--data-dir",
+        data,
+    ]);
+    assert!(String::from_utf8_lossy(&run.stdout).contains("checks passed (stdio)"));
+}
+
+/// `workspace-local mcp` with `env`, one line on stdin: (status, stdout, stderr).
+fn stdio_once(dir: &Path, env: &[(&str, &str)], args: &[&str], line: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_workspace-local"))
+        .arg("mcp")
+        .args(args)
+        .env_clear()
+        .env("WORKSPACE_DATA_DIR", dir)
+        .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let _ = stdin.write_all(format!("{line}\n").as_bytes());
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn stdio_acts_as_the_api_key_it_is_given_and_needs_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"k.md","content":"by key"}}}"#;
+    let out = stdio_once(
+        dir.path(),
+        &[
+            ("WORKSPACE_API_KEYS", &format!("{KEY}=acme/main")),
+            ("WORKSPACE_API_KEY", KEY),
+        ],
+        &[],
+        write,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reply: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        reply["result"]["content"][0]["text"],
+        "Successfully wrote 6 bytes to k.md\nVersion: 1"
+    );
+    // The same file, seen by flags naming that workspace; another workspace sees nothing.
+    let read = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"k.md"}}}"#;
+    let out = stdio_once(
+        dir.path(),
+        &[],
+        &["--tenant", "acme", "--workspace", "main"],
+        read,
+    );
+    let reply: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(reply["result"]["content"][0]["text"], "by key");
+    let out = stdio_once(
+        dir.path(),
+        &[],
+        &["--tenant", "acme-evil", "--workspace", "main"],
+        read,
+    );
+    let reply: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        reply["result"]["content"][0]["text"],
+        "Error: File not found: k.md"
+    );
+    // A read-only stdio server refuses writes.
+    let out = stdio_once(
+        dir.path(),
+        &[],
+        &["--tenant", "acme", "--workspace", "main", "--read-only"],
+        write,
+    );
+    let reply: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(reply["result"]["isError"], true);
+
+    let out = stdio_once(dir.path(), &[], &[], write);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a credential"));
+    let out = stdio_once(
+        dir.path(),
+        &[("WORKSPACE_API_KEY", "not-a-known-key-000000")],
+        &[],
+        write,
+    );
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("not-a-known-key"));
+}

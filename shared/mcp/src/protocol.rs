@@ -1,0 +1,184 @@
+//! MCP over JSON-RPC 2.0, stateless: every message is answered from itself alone, so the
+//! same code serves a Lambda invocation, a request to the local server, and a line on
+//! stdio. No session is issued (no `Mcp-Session-Id`); responses are plain JSON, which
+//! Streamable HTTP allows for a POST.
+//!
+//! Hand-written rather than on the `rmcp` SDK: rmcp's Streamable HTTP server is a tower
+//! service that owns routing, spawns a task per request and manages sessions/SSE, while this
+//! endpoint is one row of our route table (`Request<Bytes>` → `Response<Bytes>`, the same on
+//! Lambda) whose credential must reach the tools. The protocol surface needed is five
+//! methods, kept here and unit tested.
+
+use crate::tools::{self, Workspace};
+use serde_json::{json, Value};
+
+/// Handshake versions accepted, oldest first; an unknown request gets the newest.
+pub const SUPPORTED_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+pub const LATEST_VERSION: &str = "2025-11-25";
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+
+const INSTRUCTIONS: &str = "A persistent, versioned file workspace. Paths are relative or under /workspace. \
+Every write makes a new version; pass expected_version to write_file, edit_file or delete_file to fail \
+instead of overwriting someone else's change.";
+
+/// What a transport sends back for one incoming payload.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A response (or a batch of them): HTTP 200.
+    Json(Value),
+    /// Only notifications or responses came in: HTTP 202, no body.
+    Accepted,
+    /// The payload was not JSON-RPC at all: HTTP 400 with this error response.
+    Invalid(Value),
+}
+
+pub fn error_response(id: Value, code: i64, message: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+}
+
+/// The server's name and version, as `initialize` and the health check report them.
+pub fn server_info() -> Value {
+    json!({ "name": crate::SERVER_NAME, "version": env!("CARGO_PKG_VERSION") })
+}
+
+/// Handles one payload: a message, or a batch (2025-03-26 allowed them).
+pub async fn handle_payload(ws: &Workspace<'_>, body: &[u8]) -> Reply {
+    let parsed: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Reply::Invalid(error_response(
+                Value::Null,
+                PARSE_ERROR,
+                &format!("Parse error: {e}"),
+            ))
+        }
+    };
+    match parsed {
+        Value::Array(items) if items.is_empty() => Reply::Invalid(error_response(
+            Value::Null,
+            INVALID_REQUEST,
+            "Invalid Request: empty batch",
+        )),
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            for item in items {
+                if let Some(r) = handle_message(ws, item).await {
+                    out.push(r);
+                }
+            }
+            if out.is_empty() {
+                Reply::Accepted
+            } else {
+                Reply::Json(Value::Array(out))
+            }
+        }
+        one => match handle_message(ws, one).await {
+            Some(r) => Reply::Json(r),
+            None => Reply::Accepted,
+        },
+    }
+}
+
+/// One JSON-RPC message; `None` when nothing is to be answered (notifications, responses).
+pub async fn handle_message(ws: &Workspace<'_>, msg: Value) -> Option<Value> {
+    let Value::Object(obj) = msg else {
+        return Some(error_response(
+            Value::Null,
+            INVALID_REQUEST,
+            "Invalid Request: a message is a JSON object",
+        ));
+    };
+    let id = obj.get("id").cloned();
+    let valid_id = matches!(&id, Some(Value::String(_)) | Some(Value::Number(_)));
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some(error_response(
+            id.filter(|_| valid_id).unwrap_or(Value::Null),
+            INVALID_REQUEST,
+            "Invalid Request: jsonrpc must be \"2.0\"",
+        ));
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+        // A response to a request we never sent, or garbage without a method.
+        if obj.contains_key("result") || obj.contains_key("error") {
+            return None;
+        }
+        return Some(error_response(
+            id.filter(|_| valid_id).unwrap_or(Value::Null),
+            INVALID_REQUEST,
+            "Invalid Request: no method",
+        ));
+    };
+    let id = match id {
+        // Notifications (`notifications/initialized`, `notifications/cancelled`, ...):
+        // nothing is kept between messages, so there is nothing to do.
+        None => return None,
+        Some(id) if valid_id => id,
+        Some(_) => {
+            return Some(error_response(
+                Value::Null,
+                INVALID_REQUEST,
+                "Invalid Request: id must be a string or a number",
+            ))
+        }
+    };
+    let params = obj.get("params").cloned().unwrap_or_else(|| json!({}));
+    Some(match dispatch(ws, method, &params).await {
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err((code, message)) => error_response(id, code, &message),
+    })
+}
+
+async fn dispatch(
+    ws: &Workspace<'_>,
+    method: &str,
+    params: &Value,
+) -> Result<Value, (i64, String)> {
+    match method {
+        "initialize" => Ok(initialize(params)),
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({ "tools": tools::definitions() })),
+        "tools/call" => {
+            let name = params.get("name").and_then(Value::as_str).ok_or((
+                INVALID_PARAMS,
+                "Invalid params: tools/call needs a tool name".to_owned(),
+            ))?;
+            if !tools::exists(name) {
+                return Err((INVALID_PARAMS, format!("Unknown tool: {name}")));
+            }
+            let empty = serde_json::Map::new();
+            let args = match params.get("arguments") {
+                None | Some(Value::Null) => &empty,
+                Some(Value::Object(m)) => m,
+                Some(_) => {
+                    return Err((
+                        INVALID_PARAMS,
+                        "Invalid params: arguments must be an object".to_owned(),
+                    ))
+                }
+            };
+            Ok(tools::call(ws, name, args).await.to_result())
+        }
+        other => Err((METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+    }
+}
+
+/// Version negotiation: the client's version if we speak it, else our newest (the client
+/// then decides whether it can go on).
+pub fn negotiate(requested: Option<&str>) -> &'static str {
+    requested
+        .and_then(|r| SUPPORTED_VERSIONS.iter().find(|v| **v == r).copied())
+        .unwrap_or(LATEST_VERSION)
+}
+
+fn initialize(params: &Value) -> Value {
+    json!({
+        "protocolVersion": negotiate(params.get("protocolVersion").and_then(Value::as_str)),
+        "capabilities": { "tools": { "listChanged": false } },
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+    })
+}

@@ -1,0 +1,150 @@
+//! What `tools/list` answers. The first six keep the published workspace tool's names,
+//! parameter names and types and required lists; the rest are additions. Parameters that
+//! carry a count use JSON Schema `number` as the published tool does (whole numbers are
+//! required at call time).
+
+use serde_json::{json, Value};
+
+pub const TOOL_NAMES: &[&str] = &[
+    "read_file",
+    "write_file",
+    "list_directory",
+    "create_directory",
+    "get_file_info",
+    "search_files",
+    "delete_file",
+    "move_file",
+    "edit_file",
+    "grep",
+];
+
+const PATH_HELP: &str =
+    "Path relative to the workspace root, or absolute under /workspace (e.g. notes/todo.md or /workspace/notes/todo.md)";
+const EXPECTED_VERSION_HELP: &str =
+    "Optional optimistic concurrency: the version you last read. The call fails with an Error naming the current version if the file changed since (0 = the file must not exist yet)";
+
+fn path_param() -> Value {
+    json!({ "type": "string", "description": PATH_HELP })
+}
+
+fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
+    json!({
+        "name": name,
+        "description": description,
+        "inputSchema": { "type": "object", "properties": properties, "required": required },
+    })
+}
+
+pub fn definitions() -> Vec<Value> {
+    vec![
+        tool(
+            "read_file",
+            "Read the complete contents of a file from the workspace. Use 'head' or 'tail' to read only the first or last N lines, or 'offset' (1-based line number) and 'limit' to read a range of lines.",
+            json!({
+                "path": path_param(),
+                "head": { "type": "number", "description": "If provided, returns only the first N lines of the file" },
+                "tail": { "type": "number", "description": "If provided, returns only the last N lines of the file" },
+                "offset": { "type": "number", "description": "First line to return, counting from 1" },
+                "limit": { "type": "number", "description": "Most lines to return (from 'offset', or from the start)" },
+            }),
+            &["path"],
+        ),
+        tool(
+            "write_file",
+            "Create a new file or completely overwrite an existing file in the workspace. Parent directories are implied. Every write makes a new version; the answer names it.",
+            json!({
+                "path": path_param(),
+                "content": { "type": "string", "description": "The complete new content of the file (UTF-8 text)" },
+                "expected_version": { "type": "number", "description": EXPECTED_VERSION_HELP },
+            }),
+            &["path", "content"],
+        ),
+        tool(
+            "list_directory",
+            "List the files and directories directly inside a directory of the workspace. Entries are marked [DIR] or [FILE] and sorted by name.",
+            json!({ "path": path_param() }),
+            &["path"],
+        ),
+        tool(
+            "create_directory",
+            "Create a directory in the workspace (parents implied). Succeeds without change if the directory already exists.",
+            json!({ "path": path_param() }),
+            &["path"],
+        ),
+        tool(
+            "get_file_info",
+            "Get metadata about a file or directory: type, size, creation and modification times, and for files the current version and ETag.",
+            json!({ "path": path_param() }),
+            &["path"],
+        ),
+        tool(
+            "search_files",
+            "Find files and directories below a directory whose path (relative to that directory) matches a glob pattern: * and ? within one path segment, ** across segments, [abc] character classes, {a,b} alternatives.",
+            json!({
+                "path": path_param(),
+                "pattern": { "type": "string", "description": "Glob pattern, e.g. *.md or **/*.{ts,js}" },
+                "max_results": { "type": "number", "description": "Most matches to return (default 100)" },
+            }),
+            &["path", "pattern"],
+        ),
+        tool(
+            "delete_file",
+            "Delete a file from the workspace. Its history stays readable over the HTTP API until retention removes it; writing the path again starts at version 1.",
+            json!({
+                "path": path_param(),
+                "expected_version": { "type": "number", "description": EXPECTED_VERSION_HELP },
+            }),
+            &["path"],
+        ),
+        tool(
+            "move_file",
+            "Move or rename a file. Fails if the destination already exists.",
+            json!({
+                "source": { "type": "string", "description": "The file to move. ".to_owned() + PATH_HELP },
+                "destination": { "type": "string", "description": "Its new path. ".to_owned() + PATH_HELP },
+            }),
+            &["source", "destination"],
+        ),
+        tool(
+            "edit_file",
+            "Replace exact text in a file. old_text must match exactly once unless replace_all is true; an ambiguous match is refused so the edit lands where intended.",
+            json!({
+                "path": path_param(),
+                "old_text": { "type": "string", "description": "Text to find, exactly as it appears in the file" },
+                "new_text": { "type": "string", "description": "Text to put in its place" },
+                "replace_all": { "type": "boolean", "description": "Replace every occurrence (default false)" },
+                "expected_version": { "type": "number", "description": EXPECTED_VERSION_HELP },
+            }),
+            &["path", "old_text", "new_text"],
+        ),
+        tool(
+            "grep",
+            "Search file contents with a regular expression; answers matching lines as path:line: text.",
+            json!({
+                "pattern": { "type": "string", "description": "Regular expression (Rust regex syntax)" },
+                "path": { "type": "string", "description": "File or directory to search (default: the whole workspace). ".to_owned() + PATH_HELP },
+                "glob": { "type": "string", "description": "Only files whose path below 'path' matches this glob, e.g. **/*.md" },
+                "max_results": { "type": "number", "description": "Most matching lines to return (default 100)" },
+            }),
+            &["pattern"],
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_tool_is_defined_once_with_its_required_params_declared() {
+        let defs = definitions();
+        let names: Vec<&str> = defs.iter().filter_map(|d| d["name"].as_str()).collect();
+        assert_eq!(names, TOOL_NAMES);
+        for d in &defs {
+            let props = d["inputSchema"]["properties"].as_object().unwrap();
+            for r in d["inputSchema"]["required"].as_array().unwrap() {
+                assert!(props.contains_key(r.as_str().unwrap()), "{d}");
+            }
+        }
+    }
+}
