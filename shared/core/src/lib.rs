@@ -1,6 +1,9 @@
 //! The workspace domain. Read `service.rs` for the rules (preconditions, lineage,
 //! quotas, retention, idempotency) and `ports.rs` for what adapters provide.
 
+pub mod blob;
+pub mod cache;
+pub mod capability;
 pub mod error;
 pub mod keys;
 pub mod limits;
@@ -10,6 +13,7 @@ pub mod ports;
 pub mod redact;
 pub mod scope;
 pub mod service;
+pub mod signed_url;
 
 pub use error::{Result, WorkspaceError};
 pub use limits::Limits;

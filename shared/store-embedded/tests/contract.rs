@@ -49,3 +49,24 @@ async fn the_database_file_never_holds_a_written_secret() {
         "the redacted text is what was stored"
     );
 }
+
+/// The RFC 0019 cases (blobs, presigning, cache) on the same database file.
+async fn with_capabilities() -> (Backend, workspace_contract::Capabilities) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Arc::new(EmbeddedStore::open(dir.path()).expect("open store"));
+    let caps = workspace_contract::Capabilities {
+        cache: store.clone(),
+        blobs: store.clone(),
+    };
+    let backend = Backend {
+        meta: store.clone(),
+        bodies: store,
+        guard: Box::new(dir),
+    };
+    (backend, caps)
+}
+
+mod capabilities {
+    use super::with_capabilities;
+    workspace_contract::capability_tests!(with_capabilities);
+}

@@ -13,3 +13,17 @@ async fn backend() -> Backend {
 }
 
 contract_tests!(backend);
+
+/// The RFC 0019 cases (blobs, presigning, cache) on the in-memory ports.
+async fn with_capabilities() -> (Backend, workspace_contract::Capabilities) {
+    let caps = workspace_contract::Capabilities {
+        cache: Arc::new(workspace_store_memory::MemoryCache::default()),
+        blobs: Arc::new(workspace_store_memory::MemoryBlobs::default()),
+    };
+    (backend().await, caps)
+}
+
+mod capabilities {
+    use super::with_capabilities;
+    workspace_contract::capability_tests!(with_capabilities);
+}
