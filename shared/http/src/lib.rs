@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod blob;
 pub mod cache;
+pub mod capability_config;
 pub mod config;
 pub mod discovery;
 pub mod envelope;
