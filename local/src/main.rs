@@ -4,12 +4,16 @@
 
 mod config;
 mod keys;
+mod presign_secret;
 mod server;
 
 use clap::{Parser, Subcommand};
 use std::sync::Arc;
 use workspace_core::keys::KeyStore;
+use workspace_core::blob::{BlobService, LocalPresign};
+use workspace_core::cache::CacheService;
 use workspace_core::ports::{Clock, LogEvents, RandomIds, SystemClock};
+use workspace_core::signed_url::UrlSigner;
 use workspace_core::WorkspaceService;
 use workspace_http::App;
 use workspace_store_aws::keys_table::DynamoKeys;
@@ -159,18 +163,34 @@ async fn serve() -> Result<(), String> {
     let (auth, key_source) = keys::authenticator(cfg.api_keys.as_deref(), &cfg.data_dir).await?;
     let service = WorkspaceService::new(
         store.clone(),
-        store,
+        store.clone(),
         Arc::new(LogEvents),
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         cfg.limits,
     )
     .with_redactor(cfg.redactor);
-    let app = Arc::new(App::new(service, auth));
     let listener = tokio::net::TcpListener::bind(cfg.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    // RFC 0019: blobs and the cache in the same database; presigned URLs are signed here
+    // and served by this process at the address clients reach it on.
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let local = LocalPresign {
+        signer: UrlSigner::new(presign_secret::load_or_create(&cfg.data_dir)?),
+        base_url: cfg
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}")),
+    };
+    let app = Arc::new(
+        App::new(service, auth)
+            .with_cache(CacheService::new(store.clone(), clock.clone(), cfg.cache_limits))
+            .with_blobs(
+                BlobService::new(store, clock, cfg.blob_limits.clone()).with_local_presign(local),
+            ),
+    );
     server::banner(addr, &cfg.data_dir, &key_source);
     server::serve(listener, app).await
 }
