@@ -9,9 +9,9 @@ mod server;
 
 use clap::{Parser, Subcommand};
 use std::sync::Arc;
-use workspace_core::keys::KeyStore;
 use workspace_core::blob::{BlobService, LocalPresign};
 use workspace_core::cache::CacheService;
+use workspace_core::keys::KeyStore;
 use workspace_core::ports::{Clock, LogEvents, RandomIds, SystemClock};
 use workspace_core::signed_url::UrlSigner;
 use workspace_core::WorkspaceService;
@@ -186,7 +186,11 @@ async fn serve() -> Result<(), String> {
     };
     let app = Arc::new(
         App::new(service, auth)
-            .with_cache(CacheService::new(store.clone(), clock.clone(), cfg.cache_limits))
+            .with_cache(CacheService::new(
+                store.clone(),
+                clock.clone(),
+                cfg.cache_limits,
+            ))
             .with_blobs(
                 BlobService::new(store, clock, cfg.blob_limits.clone()).with_local_presign(local),
             ),

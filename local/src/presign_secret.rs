@@ -27,9 +27,10 @@ pub fn load_or_create(data_dir: &Path) -> Result<Vec<u8>, String> {
     opts.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    let write = opts
-        .open(&path)
-        .and_then(|mut f| f.write_all(hex::encode(&secret).as_bytes()).and_then(|()| f.sync_all()));
+    let write = opts.open(&path).and_then(|mut f| {
+        f.write_all(hex::encode(&secret).as_bytes())
+            .and_then(|()| f.sync_all())
+    });
     match write {
         Ok(()) => Ok(secret),
         // Another process created it first: use theirs.

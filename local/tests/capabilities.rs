@@ -36,7 +36,11 @@ fn parse_time(s: &str) -> i64 {
     let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
     let t: Vec<i64> = hms.split(':').map(|p| p.parse().unwrap()).collect();
     // Days from civil (Howard Hinnant's algorithm).
-    let (y, m) = if d[1] <= 2 { (d[0] - 1, d[1] + 9) } else { (d[0], d[1] - 3) };
+    let (y, m) = if d[1] <= 2 {
+        (d[0] - 1, d[1] + 9)
+    } else {
+        (d[0], d[1] - 3)
+    };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
     let doy = (153 * m + 2) / 5 + d[2] - 1;
@@ -66,7 +70,11 @@ async fn cache_entries_expire_on_the_wall_clock_within_a_second() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let expires_at = parse_time(r.json::<Value>().await.unwrap()["expiresAt"].as_str().unwrap());
+    let expires_at = parse_time(
+        r.json::<Value>().await.unwrap()["expiresAt"]
+            .as_str()
+            .unwrap(),
+    );
     let r = c.get(&url).bearer_auth(KEY).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.json::<Value>().await.unwrap()["value"]["answer"], 42);
@@ -83,11 +91,17 @@ async fn cache_entries_expire_on_the_wall_clock_within_a_second() {
             break now_ms();
         }
         assert_eq!(r.status(), StatusCode::OK);
-        assert!(sent < expires_at, "served at {sent}, after expiresAt {expires_at}");
+        assert!(
+            sent < expires_at,
+            "served at {sent}, after expiresAt {expires_at}"
+        );
         assert!(now_ms() < expires_at + 5_000, "never expired");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    assert!(first_miss <= expires_at + 1_000, "miss at {first_miss}, expiresAt {expires_at}");
+    assert!(
+        first_miss <= expires_at + 1_000,
+        "miss at {first_miss}, expiresAt {expires_at}"
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
     let r = c.get(&url).bearer_auth(KEY).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND, "never served after");
@@ -123,7 +137,10 @@ async fn presigned_urls_work_over_http_until_their_second_and_survive_a_restart(
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
-    assert_eq!(r.json::<Value>().await.unwrap()["error"], "blob_object_not_found");
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"],
+        "blob_object_not_found"
+    );
 
     let presign = |method: &str, key: &str, secs: u64| {
         c.post(s.url("/v1/host/blob/default/presign"))
@@ -132,11 +149,24 @@ async fn presigned_urls_work_over_http_until_their_second_and_survive_a_restart(
             .send()
     };
     // A long-lived URL, kept for after the restart.
-    let long: Value = presign("GET", "bin/all.bin", 600).await.unwrap().json().await.unwrap();
+    let long: Value = presign("GET", "bin/all.bin", 600)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let long_url = long["url"].as_str().unwrap().to_owned();
-    assert!(long_url.starts_with(&s.base), "{long_url} is served by this server");
+    assert!(
+        long_url.starts_with(&s.base),
+        "{long_url} is served by this server"
+    );
 
-    let short: Value = presign("GET", "bin/all.bin", 2).await.unwrap().json().await.unwrap();
+    let short: Value = presign("GET", "bin/all.bin", 2)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let url = short["url"].as_str().unwrap().to_owned();
     let expires_at = parse_time(short["expiresAt"].as_str().unwrap());
     assert_eq!(expires_at % 1000, 0, "expiry is a whole second");
@@ -144,7 +174,12 @@ async fn presigned_urls_work_over_http_until_their_second_and_survive_a_restart(
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.bytes().await.unwrap().as_ref(), all.as_slice());
 
-    let put: Value = presign("PUT", "bin/up.bin", 2).await.unwrap().json().await.unwrap();
+    let put: Value = presign("PUT", "bin/up.bin", 2)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let put_url = put["url"].as_str().unwrap().to_owned();
     let r = c
         .put(&put_url)
@@ -162,7 +197,10 @@ async fn presigned_urls_work_over_http_until_their_second_and_survive_a_restart(
     }
     let r = c.get(&url).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
-    assert_eq!(r.json::<Value>().await.unwrap()["error"], "blob_presign_expired");
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"],
+        "blob_presign_expired"
+    );
     let r = c.put(&put_url).body(vec![9u8]).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let r = c
@@ -182,7 +220,11 @@ async fn presigned_urls_work_over_http_until_their_second_and_survive_a_restart(
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.bytes().await.unwrap().as_ref(), all.as_slice());
     // A tampered URL is refused.
-    let r = c.get(url2.replace("all.bin", "up.bin")).send().await.unwrap();
+    let r = c
+        .get(url2.replace("all.bin", "up.bin"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     assert_eq!(r.json::<Value>().await.unwrap()["error"], "forbidden");
 }
@@ -227,7 +269,10 @@ async fn discovery_advertises_configured_limits() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
-    assert_eq!(r.json::<Value>().await.unwrap()["error"], "blob_object_too_large");
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"],
+        "blob_object_too_large"
+    );
     let r = c
         .put(s.url("/v1/host/cache/k"))
         .bearer_auth(KEY)
@@ -236,12 +281,13 @@ async fn discovery_advertises_configured_limits() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    assert_eq!(r.json::<Value>().await.unwrap()["error"], "cache_ttl_exceeds_max");
-    // A bad setting stops the server with a message naming it.
-    let (status, _, err) = common::run_to_exit(
-        dir.path(),
-        &[("WORKSPACE_BLOB_BUCKETS", "Not_Valid")],
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"],
+        "cache_ttl_exceeds_max"
     );
+    // A bad setting stops the server with a message naming it.
+    let (status, _, err) =
+        common::run_to_exit(dir.path(), &[("WORKSPACE_BLOB_BUCKETS", "Not_Valid")]);
     assert!(!status.success());
     assert!(err.contains("WORKSPACE_BLOB_BUCKETS"), "{err}");
 }

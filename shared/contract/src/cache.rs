@@ -28,17 +28,30 @@ async fn delete(h: &Harness, who: &str, key: &str) -> crate::harness::Reply {
 pub async fn hit_miss_overwrite_and_delete(h: Harness) {
     get(&h, KEY_A, "k1").await.assert_error(404, "not_found");
     let now = h.clock.now_ms();
-    let r = put(&h, KEY_A, "k1", &json!({"value": {"a": [1, 2]}, "ttlSeconds": 60}))
-        .await
-        .assert_ok();
-    assert_eq!(r, json!({"ok": true, "expiresAt": format_time(now + 60_000)}));
+    let r = put(
+        &h,
+        KEY_A,
+        "k1",
+        &json!({"value": {"a": [1, 2]}, "ttlSeconds": 60}),
+    )
+    .await
+    .assert_ok();
+    assert_eq!(
+        r,
+        json!({"ok": true, "expiresAt": format_time(now + 60_000)})
+    );
     let hit = get(&h, KEY_A, "k1").await.assert_ok();
     assert_eq!(
         hit,
         json!({"key": "k1", "value": {"a": [1, 2]}, "expiresAt": format_time(now + 60_000)})
     );
     // Any JSON value, null included.
-    for v in [json!(null), json!(0), json!("text"), json!([true, {"x": 1.5}])] {
+    for v in [
+        json!(null),
+        json!(0),
+        json!("text"),
+        json!([true, {"x": 1.5}]),
+    ] {
         put(&h, KEY_A, "k1", &json!({"value": v, "ttlSeconds": 30}))
             .await
             .assert_ok();
@@ -54,10 +67,17 @@ pub async fn hit_miss_overwrite_and_delete(h: Harness) {
         .await
         .assert_ok();
     get(&h, KEY_READ_ONLY, "k2").await.assert_ok();
-    put(&h, KEY_READ_ONLY, "k2", &json!({"value": 2, "ttlSeconds": 30}))
+    put(
+        &h,
+        KEY_READ_ONLY,
+        "k2",
+        &json!({"value": 2, "ttlSeconds": 30}),
+    )
+    .await
+    .assert_error(403, "forbidden");
+    delete(&h, KEY_READ_ONLY, "k2")
         .await
         .assert_error(403, "forbidden");
-    delete(&h, KEY_READ_ONLY, "k2").await.assert_error(403, "forbidden");
     assert_eq!(get(&h, KEY_A, "k2").await.assert_ok()["value"], 1);
 }
 
@@ -75,23 +95,38 @@ pub async fn expiry_is_visible_within_a_second_and_never_served_after(h: Harness
     h.clock.advance(86_400_000);
     get(&h, KEY_A, "short").await.assert_error(404, "not_found");
     // A new write after expiry lives again.
-    put(&h, KEY_A, "short", &json!({"value": "again", "ttlSeconds": 1}))
-        .await
-        .assert_ok();
+    put(
+        &h,
+        KEY_A,
+        "short",
+        &json!({"value": "again", "ttlSeconds": 1}),
+    )
+    .await
+    .assert_ok();
     assert_eq!(get(&h, KEY_A, "short").await.assert_ok()["value"], "again");
     h.clock.advance(1_000);
     get(&h, KEY_A, "short").await.assert_error(404, "not_found");
 }
 
 pub async fn oversize_values_and_long_ttls_are_refused(h: Harness) {
-    put(&h, KEY_A, "kept", &json!({"value": "old", "ttlSeconds": 60}))
-        .await
-        .assert_ok();
+    put(
+        &h,
+        KEY_A,
+        "kept",
+        &json!({"value": "old", "ttlSeconds": 60}),
+    )
+    .await
+    .assert_ok();
     // The JSON text of the value counts: a string of n characters is n + 2 bytes.
     let max = usize::try_from(CACHE_LIMITS.max_value_bytes).unwrap();
-    put(&h, KEY_A, "fits", &json!({"value": "x".repeat(max - 2), "ttlSeconds": 60}))
-        .await
-        .assert_ok();
+    put(
+        &h,
+        KEY_A,
+        "fits",
+        &json!({"value": "x".repeat(max - 2), "ttlSeconds": 60}),
+    )
+    .await
+    .assert_ok();
     let big = json!({"value": "x".repeat(max - 1), "ttlSeconds": 60});
     for key in ["kept", "new"] {
         let v = put(&h, KEY_A, key, &big)
@@ -106,9 +141,14 @@ pub async fn oversize_values_and_long_ttls_are_refused(h: Harness) {
             .assert_error(400, "cache_ttl_exceeds_max");
         assert_eq!(v["details"]["limit"], CACHE_LIMITS.max_ttl_seconds);
     }
-    put(&h, KEY_A, "longest", &json!({"value": 1, "ttlSeconds": CACHE_LIMITS.max_ttl_seconds}))
-        .await
-        .assert_ok();
+    put(
+        &h,
+        KEY_A,
+        "longest",
+        &json!({"value": 1, "ttlSeconds": CACHE_LIMITS.max_ttl_seconds}),
+    )
+    .await
+    .assert_ok();
     // Nothing refused changed anything.
     assert_eq!(get(&h, KEY_A, "kept").await.assert_ok()["value"], "old");
     get(&h, KEY_A, "new").await.assert_error(404, "not_found");
@@ -116,11 +156,22 @@ pub async fn oversize_values_and_long_ttls_are_refused(h: Harness) {
 
 pub async fn bad_keys_and_bodies_are_400(h: Harness) {
     let long = "k".repeat(257);
-    for key in ["a%2Fb", "..", ".", "%00", "a%20b", "a%5Cb", "%C3%A4", long.as_str()] {
+    for key in [
+        "a%2Fb",
+        "..",
+        ".",
+        "%00",
+        "a%20b",
+        "a%5Cb",
+        "%C3%A4",
+        long.as_str(),
+    ] {
         put(&h, KEY_A, key, &json!({"value": 1, "ttlSeconds": 5}))
             .await
             .assert_error(400, "validation_error");
-        get(&h, KEY_A, key).await.assert_error(400, "validation_error");
+        get(&h, KEY_A, key)
+            .await
+            .assert_error(400, "validation_error");
     }
     for body in [
         json!({"ttlSeconds": 5}),
@@ -148,18 +199,35 @@ pub async fn bad_keys_and_bodies_are_400(h: Harness) {
 }
 
 pub async fn cache_is_invisible_to_other_tenants_and_workspaces(h: Harness) {
-    put(&h, KEY_A, "shared", &json!({"value": "ACME-SECRET", "ttlSeconds": 60}))
+    put(
+        &h,
+        KEY_A,
+        "shared",
+        &json!({"value": "ACME-SECRET", "ttlSeconds": 60}),
+    )
+    .await
+    .assert_ok();
+    for outsider in [KEY_EVIL, KEY_OTHER] {
+        get(&h, outsider, "shared")
+            .await
+            .assert_error(404, "not_found");
+        // Their writes and deletes land in their own scope only.
+        put(
+            &h,
+            outsider,
+            "shared",
+            &json!({"value": "theirs", "ttlSeconds": 60}),
+        )
         .await
         .assert_ok();
-    for outsider in [KEY_EVIL, KEY_OTHER] {
-        get(&h, outsider, "shared").await.assert_error(404, "not_found");
-        // Their writes and deletes land in their own scope only.
-        put(&h, outsider, "shared", &json!({"value": "theirs", "ttlSeconds": 60}))
-            .await
-            .assert_ok();
-        assert_eq!(get(&h, outsider, "shared").await.assert_ok()["value"], "theirs");
+        assert_eq!(
+            get(&h, outsider, "shared").await.assert_ok()["value"],
+            "theirs"
+        );
         assert_eq!(delete(&h, outsider, "shared").await.status.as_u16(), 204);
-        get(&h, outsider, "shared").await.assert_error(404, "not_found");
+        get(&h, outsider, "shared")
+            .await
+            .assert_error(404, "not_found");
     }
     assert_eq!(
         get(&h, KEY_A, "shared").await.assert_ok()["value"],

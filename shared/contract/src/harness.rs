@@ -11,8 +11,8 @@ use std::sync::Arc;
 use workspace_core::blob::{BlobLimits, BlobService, BlobStore, LocalPresign};
 use workspace_core::cache::{CacheLimits, CacheService, CacheStore};
 use workspace_core::model::Millis;
-use workspace_core::signed_url::UrlSigner;
 use workspace_core::ports::{BodyStore, Clock, LogEvents, MetaStore, RandomIds, SystemClock};
+use workspace_core::signed_url::UrlSigner;
 use workspace_core::{Limits, Scope, WorkspaceService};
 use workspace_http::auth::ApiKeys;
 use workspace_http::{App, PathForm};
@@ -195,7 +195,11 @@ impl Harness {
             signer: UrlSigner::new(b"contract-suite-signing-secret-32".to_vec()),
             base_url: SIGNED_BASE.to_owned(),
         };
-        app.cache = Some(Arc::new(CacheService::new(caps.cache, clock.clone(), CACHE_LIMITS)));
+        app.cache = Some(Arc::new(CacheService::new(
+            caps.cache,
+            clock.clone(),
+            CACHE_LIMITS,
+        )));
         app.blobs = Some(Arc::new(
             BlobService::new(caps.blobs, clock, blob_limits()).with_local_presign(local),
         ));
@@ -281,13 +285,7 @@ impl Harness {
     /// Uses a presigned URL like a client without credentials would: the harness's own
     /// signed URLs go back into its app, any other (S3 on the emulator) over real HTTP.
     /// `headers` are the ones presigning returned; the body sets Content-Length itself.
-    pub async fn fetch(
-        &self,
-        method: Method,
-        url: &str,
-        headers: &Value,
-        body: Vec<u8>,
-    ) -> Reply {
+    pub async fn fetch(&self, method: Method, url: &str, headers: &Value, body: Vec<u8>) -> Reply {
         let pairs: Vec<(String, String)> = headers
             .as_object()
             .map(|o| {

@@ -42,7 +42,8 @@ pub struct CacheKey(String);
 
 impl CacheKey {
     pub fn parse(s: &str) -> Result<Self> {
-        let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '=' | '+');
+        let ok_char =
+            |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '=' | '+');
         if s.is_empty() || s.len() > MAX_CACHE_KEY_LEN {
             return Err(WorkspaceError::validation(format!(
                 "cache key must be 1-{MAX_CACHE_KEY_LEN} characters"
@@ -177,11 +178,26 @@ mod tests {
 
     #[test]
     fn keys() {
-        for ok in ["a", "user:42", "sha256=abc+def", "x.y-z_1", &"k".repeat(256)] {
+        for ok in [
+            "a",
+            "user:42",
+            "sha256=abc+def",
+            "x.y-z_1",
+            &"k".repeat(256),
+        ] {
             assert!(CacheKey::parse(ok).is_ok(), "{ok}");
         }
         for bad in [
-            "", ".", "..", "a/b", "a b", "a%2F", "a\0", "ä", "a\\b", &"k".repeat(257),
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a b",
+            "a%2F",
+            "a\0",
+            "ä",
+            "a\\b",
+            &"k".repeat(257),
         ] {
             assert!(CacheKey::parse(bad).is_err(), "{bad:?}");
         }

@@ -77,10 +77,7 @@ impl UrlSigner {
         for (k, v) in map
             .iter()
             .map(|(k, v)| (k.as_str(), v.clone()))
-            .chain([
-                (EXPIRES_PARAM, expires.to_string()),
-                (SIGNATURE_PARAM, sig),
-            ])
+            .chain([(EXPIRES_PARAM, expires.to_string()), (SIGNATURE_PARAM, sig)])
         {
             if !q.is_empty() {
                 q.push('&');
@@ -196,6 +193,9 @@ mod tests {
         );
         let mut extra = pairs(&q);
         extra.push(("max".into(), "1".into()));
-        assert_eq!(s.verify("GET", "/x/y", &extra, 0), Err(SignedUrlError::Invalid));
+        assert_eq!(
+            s.verify("GET", "/x/y", &extra, 0),
+            Err(SignedUrlError::Invalid)
+        );
     }
 }

@@ -19,7 +19,9 @@ fn decode(s: &str, decoding: Decoding) -> Result<String> {
         Decoding::Once => percent_decode_str(s)
             .decode_utf8()
             .map(|c| c.into_owned())
-            .map_err(|_| WorkspaceError::validation("the URL is not valid UTF-8 after percent-decoding")),
+            .map_err(|_| {
+                WorkspaceError::validation("the URL is not valid UTF-8 after percent-decoding")
+            }),
         Decoding::AlreadyDone => Ok(s.to_owned()),
     }
 }

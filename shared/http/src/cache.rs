@@ -28,7 +28,8 @@ pub async fn put(
     body: &Bytes,
 ) -> Result<HttpResponse> {
     let key = key(tail, decoding)?;
-    let shape = "body must be a JSON object {\"value\": <any JSON>, \"ttlSeconds\": <positive integer>}";
+    let shape =
+        "body must be a JSON object {\"value\": <any JSON>, \"ttlSeconds\": <positive integer>}";
     let parsed: Value = serde_json::from_slice(body)
         .map_err(|e| WorkspaceError::validation(format!("{shape}: {e}")))?;
     let obj = parsed
@@ -41,7 +42,9 @@ pub async fn put(
         .get("ttlSeconds")
         .and_then(Value::as_u64)
         .ok_or_else(|| {
-            WorkspaceError::validation(format!("{shape}: ttlSeconds is missing or not a positive integer"))
+            WorkspaceError::validation(format!(
+                "{shape}: ttlSeconds is missing or not a positive integer"
+            ))
         })?;
     let expires_at = cache.put(&who.scope, &key, value, ttl).await?;
     Ok(json_response(

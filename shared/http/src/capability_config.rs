@@ -8,7 +8,9 @@ use workspace_core::{Result, WorkspaceError};
 
 fn at_least_one(name: &str, v: u64) -> Result<u64> {
     if v == 0 {
-        Err(WorkspaceError::validation(format!("{name} must be at least 1")))
+        Err(WorkspaceError::validation(format!(
+            "{name} must be at least 1"
+        )))
     } else {
         Ok(v)
     }
@@ -40,7 +42,10 @@ pub fn blob_limits_from_env(get: &impl Fn(&str) -> Option<String>) -> Result<Blo
     };
     let max_object_bytes = "WORKSPACE_BLOB_MAX_OBJECT_BYTES";
     let max_presign = "WORKSPACE_BLOB_MAX_PRESIGN_SECONDS";
-    let presign = at_least_one(max_presign, env_u64(get, max_presign, d.max_presign_seconds)?)?;
+    let presign = at_least_one(
+        max_presign,
+        env_u64(get, max_presign, d.max_presign_seconds)?,
+    )?;
     // SigV4 presigned URLs live at most 7 days.
     if presign > 7 * 24 * 3600 {
         return Err(WorkspaceError::validation(format!(
@@ -76,10 +81,12 @@ mod tests {
     fn defaults_lists_and_errors() {
         let none = |_: &str| None;
         assert_eq!(blob_limits_from_env(&none).unwrap(), BlobLimits::default());
-        assert_eq!(cache_limits_from_env(&none).unwrap(), CacheLimits::default());
-        let list = |k: &str| {
-            (k == "WORKSPACE_BLOB_BUCKETS").then(|| " media, default ,media,".to_owned())
-        };
+        assert_eq!(
+            cache_limits_from_env(&none).unwrap(),
+            CacheLimits::default()
+        );
+        let list =
+            |k: &str| (k == "WORKSPACE_BLOB_BUCKETS").then(|| " media, default ,media,".to_owned());
         assert_eq!(
             blob_limits_from_env(&list).unwrap().buckets,
             ["media", "default"]

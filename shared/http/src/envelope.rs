@@ -82,10 +82,9 @@ pub fn error_to_response(err: &WorkspaceError) -> HttpResponse {
             WorkspaceError::TooLarge { message, limit } => {
                 (message.clone(), Some(json!({ "limit": limit })))
             }
-            WorkspaceError::Capability { message, limit, .. } => (
-                message.clone(),
-                limit.map(|l| json!({ "limit": l })),
-            ),
+            WorkspaceError::Capability { message, limit, .. } => {
+                (message.clone(), limit.map(|l| json!({ "limit": l })))
+            }
             WorkspaceError::Internal(detail) => {
                 // The detail may name backend internals; it goes to the log only.
                 tracing::error!(error = %detail, "internal error");

@@ -96,7 +96,9 @@ impl App {
     }
 
     fn blob_service(&self) -> Result<&BlobService> {
-        self.blobs.as_deref().ok_or_else(|| not_provided("blobStorage"))
+        self.blobs
+            .as_deref()
+            .ok_or_else(|| not_provided("blobStorage"))
     }
 
     fn cache_service(&self) -> Result<&CacheService> {

@@ -223,10 +223,12 @@ mod tests {
 
     #[test]
     fn single_segment_parameters_and_literals() {
-        let route = |m: &Method, p: &str| match match_route(m, p) {
-            Matched::Route { spec, tail } => Some((spec.route, tail)),
-            _ => None,
-        };
+        fn route<'a>(m: &Method, p: &'a str) -> Option<(Route, Option<&'a str>)> {
+            match match_route(m, p) {
+                Matched::Route { spec, tail } => Some((spec.route, tail)),
+                _ => None,
+            }
+        }
         assert_eq!(
             route(&Method::GET, "/v1/host/cache/k1"),
             Some((Route::CacheGet, Some("k1")))

@@ -43,33 +43,39 @@ pub async fn build_app(
         Option<Arc<dyn CacheStore>>,
         Option<Arc<dyn BlobStore>>,
     );
-    let (meta, bodies, cache, blobs): Ports =
-        if get("WORKSPACE_TABLE").is_some() {
-            let clients = AwsClients::from_env().await;
-            // RFC 0019: the cache table and blob bucket, when the deployment has them.
-            let cache = get("WORKSPACE_CACHE_TABLE")
-                .filter(|t| !t.trim().is_empty())
-                .map(|t| Arc::new(DynamoCache::new(clients.dynamodb.clone(), t)) as Arc<dyn CacheStore>);
-            let blobs = get("WORKSPACE_BLOB_S3_BUCKET")
-                .filter(|b| !b.trim().is_empty())
-                .map(|b| Arc::new(S3Blobs::new(clients.s3.clone(), b)) as Arc<dyn BlobStore>);
-            (
-                Arc::new(DynamoMeta::new(
-                    clients.dynamodb.clone(),
-                    required(&get, "WORKSPACE_TABLE")?,
-                )),
-                Arc::new(S3Bodies::new(
-                    clients.s3.clone(),
-                    required(&get, "WORKSPACE_BUCKET")?,
-                )),
-                cache,
-                blobs,
-            )
-        } else {
-            let dir = get("WORKSPACE_DATA_DIR").unwrap_or_else(|| "/tmp/workspace-data".to_owned());
-            let store = Arc::new(EmbeddedStore::open(std::path::Path::new(&dir))?);
-            (store.clone(), store.clone(), Some(store.clone()), Some(store))
-        };
+    let (meta, bodies, cache, blobs): Ports = if get("WORKSPACE_TABLE").is_some() {
+        let clients = AwsClients::from_env().await;
+        // RFC 0019: the cache table and blob bucket, when the deployment has them.
+        let cache = get("WORKSPACE_CACHE_TABLE")
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| {
+                Arc::new(DynamoCache::new(clients.dynamodb.clone(), t)) as Arc<dyn CacheStore>
+            });
+        let blobs = get("WORKSPACE_BLOB_S3_BUCKET")
+            .filter(|b| !b.trim().is_empty())
+            .map(|b| Arc::new(S3Blobs::new(clients.s3.clone(), b)) as Arc<dyn BlobStore>);
+        (
+            Arc::new(DynamoMeta::new(
+                clients.dynamodb.clone(),
+                required(&get, "WORKSPACE_TABLE")?,
+            )),
+            Arc::new(S3Bodies::new(
+                clients.s3.clone(),
+                required(&get, "WORKSPACE_BUCKET")?,
+            )),
+            cache,
+            blobs,
+        )
+    } else {
+        let dir = get("WORKSPACE_DATA_DIR").unwrap_or_else(|| "/tmp/workspace-data".to_owned());
+        let store = Arc::new(EmbeddedStore::open(std::path::Path::new(&dir))?);
+        (
+            store.clone(),
+            store.clone(),
+            Some(store.clone()),
+            Some(store),
+        )
+    };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     // Events come from the DynamoDB stream (functions/publish), never from the request path.
     let service = WorkspaceService::new(
@@ -84,7 +90,11 @@ pub async fn build_app(
     let claims = identity::ClaimNames::from_env(&get);
     let mut app = App::new(service, Arc::new(identity::AuthorizerClaims::new(claims)));
     if let Some(c) = cache {
-        app = app.with_cache(CacheService::new(c, clock.clone(), cache_limits_from_env(&get)?));
+        app = app.with_cache(CacheService::new(
+            c,
+            clock.clone(),
+            cache_limits_from_env(&get)?,
+        ));
     }
     if let Some(b) = blobs {
         app = app.with_blobs(BlobService::new(b, clock, blob_limits_from_env(&get)?));

@@ -29,11 +29,15 @@ fn millis(t: Option<&DateTime>) -> Millis {
 }
 
 /// S3's "no such object" in its several spellings.
-fn is_missing<E: ProvideErrorMetadata>(e: &SdkError<E, aws_smithy_runtime_api::http::Response>) -> bool {
+fn is_missing<E: ProvideErrorMetadata>(
+    e: &SdkError<E, aws_smithy_runtime_api::http::Response>,
+) -> bool {
     match e {
         SdkError::ServiceError(se) => {
-            matches!(se.err().code(), Some("NoSuchKey" | "NoSuchVersion" | "NotFound"))
-                || se.raw().status().as_u16() == 404
+            matches!(
+                se.err().code(),
+                Some("NoSuchKey" | "NoSuchVersion" | "NotFound")
+            ) || se.raw().status().as_u16() == 404
         }
         _ => false,
     }
@@ -103,7 +107,10 @@ impl BlobStore for S3Blobs {
         };
         let meta = BlobMeta {
             key: loc.key.as_str().to_owned(),
-            size: out.content_length.and_then(|n| u64::try_from(n).ok()).unwrap_or(0),
+            size: out
+                .content_length
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(0),
             etag: out.e_tag.clone().unwrap_or_default(),
             content_type: out
                 .content_type
@@ -112,8 +119,20 @@ impl BlobStore for S3Blobs {
             updated_at: millis(out.last_modified.as_ref()),
             version_id: out.version_id.clone().unwrap_or_default(),
         };
-        let bytes = out.body.collect().await.map_err(aws_err)?.into_bytes().to_vec();
-        Ok(Some((BlobMeta { size: bytes.len() as u64, ..meta }, bytes)))
+        let bytes = out
+            .body
+            .collect()
+            .await
+            .map_err(aws_err)?
+            .into_bytes()
+            .to_vec();
+        Ok(Some((
+            BlobMeta {
+                size: bytes.len() as u64,
+                ..meta
+            },
+            bytes,
+        )))
     }
 
     async fn head(&self, loc: &BlobLocation) -> Result<Option<BlobMeta>> {
@@ -131,7 +150,10 @@ impl BlobStore for S3Blobs {
         };
         Ok(Some(BlobMeta {
             key: loc.key.as_str().to_owned(),
-            size: out.content_length.and_then(|n| u64::try_from(n).ok()).unwrap_or(0),
+            size: out
+                .content_length
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(0),
             etag: out.e_tag.unwrap_or_default(),
             content_type: out
                 .content_type
@@ -162,7 +184,11 @@ impl BlobStore for S3Blobs {
                 .versions()
                 .iter()
                 .map(|v| (v.key(), v.version_id()))
-                .chain(out.delete_markers().iter().map(|m| (m.key(), m.version_id())));
+                .chain(
+                    out.delete_markers()
+                        .iter()
+                        .map(|m| (m.key(), m.version_id())),
+                );
             for (k, v) in versions {
                 // The prefix also matches longer keys (`a/b` and `a/bc`): only this one.
                 if k != Some(key.as_str()) {
@@ -225,7 +251,11 @@ impl BlobStore for S3Blobs {
         true
     }
 
-    async fn presign(&self, loc: &BlobLocation, spec: &PresignSpec) -> Result<Option<PresignedUrl>> {
+    async fn presign(
+        &self,
+        loc: &BlobLocation,
+        spec: &PresignSpec,
+    ) -> Result<Option<PresignedUrl>> {
         let start = UNIX_EPOCH + Duration::from_millis(u64::try_from(spec.now).unwrap_or(0));
         let config = PresigningConfig::builder()
             .start_time(start)
@@ -253,7 +283,8 @@ impl BlobStore for S3Blobs {
                 .await
                 .map_err(aws_err)?,
         };
-        let ttl_ms = i64::try_from(spec.expires_in_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+        let ttl_ms =
+            i64::try_from(spec.expires_in_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
         Ok(Some(PresignedUrl {
             url: req.uri().to_owned(),
             method: spec.method,

@@ -21,7 +21,10 @@ impl Clock for Fixed {
 async fn cache_items_carry_tenant_keys_and_ttl_and_lagging_ttl_is_never_served() {
     let env = common::fresh(None).await;
     let caps = common::fresh_capabilities().await;
-    let store = Arc::new(DynamoCache::new(env.clients.dynamodb.clone(), caps.cache_table.clone()));
+    let store = Arc::new(DynamoCache::new(
+        env.clients.dynamodb.clone(),
+        caps.cache_table.clone(),
+    ));
     let scope = Scope::parse("acme", "main").unwrap();
     let key = CacheKey::parse("k").unwrap();
     let t0 = 1_700_000_000_250;
@@ -36,8 +39,14 @@ async fn cache_items_carry_tenant_keys_and_ttl_and_lagging_ttl_is_never_served()
         .dynamodb
         .get_item()
         .table_name(&caps.cache_table)
-        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S("acme#main".into()))
-        .key("sk", aws_sdk_dynamodb::types::AttributeValue::S("cache#k".into()))
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S("acme#main".into()),
+        )
+        .key(
+            "sk",
+            aws_sdk_dynamodb::types::AttributeValue::S("cache#k".into()),
+        )
         .send()
         .await
         .unwrap()

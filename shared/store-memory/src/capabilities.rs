@@ -54,10 +54,13 @@ impl CacheStore for MemoryCache {
     }
 }
 
-/// Blobs in memory: storage key → (meta, bytes), sorted for listing.
+/// Storage key → (meta, bytes), sorted for listing.
+type ObjectMap = BTreeMap<String, (BlobMeta, Vec<u8>)>;
+
+/// Blobs in memory.
 #[derive(Default, Clone)]
 pub struct MemoryBlobs {
-    objects: Arc<Mutex<BTreeMap<String, (BlobMeta, Vec<u8>)>>>,
+    objects: Arc<Mutex<ObjectMap>>,
 }
 
 #[async_trait]

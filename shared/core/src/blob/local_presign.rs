@@ -8,7 +8,9 @@
 //! size (`len`) and content type (`ct`) when the client named them.
 
 use super::service::{check_content_type, no_object, too_large, BlobService};
-use super::{BlobKey, BlobLimits, BlobLocation, BlobMeta, PresignMethod, PresignSpec, PresignedUrl};
+use super::{
+    BlobKey, BlobLimits, BlobLocation, BlobMeta, PresignMethod, PresignSpec, PresignedUrl,
+};
 use crate::capability::CapabilityCode;
 use crate::error::{Result, WorkspaceError};
 use crate::model::Millis;
@@ -46,7 +48,11 @@ fn parse_path(path: &str) -> Option<(Scope, String, BlobKey)> {
     let rest = path.strip_prefix(SIGNED_BLOB_PREFIX)?;
     let mut parts = rest.splitn(4, '/');
     let (t, w, b, k) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    Some((Scope::parse(t, w).ok()?, b.to_owned(), BlobKey::parse(k).ok()?))
+    Some((
+        Scope::parse(t, w).ok()?,
+        b.to_owned(),
+        BlobKey::parse(k).ok()?,
+    ))
 }
 
 impl LocalPresign {
@@ -57,7 +63,8 @@ impl LocalPresign {
         now: Millis,
         limits: &BlobLimits,
     ) -> PresignedUrl {
-        let ttl_ms = i64::try_from(spec.expires_in_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+        let ttl_ms =
+            i64::try_from(spec.expires_in_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
         // Whole seconds, rounded down: the URL never outlives what was asked for.
         let expires = now.saturating_add(ttl_ms).div_euclid(1000);
         let max = limits.max_object_bytes.to_string();
@@ -111,10 +118,14 @@ impl BlobService {
                 "the signed URL is not valid (altered, or not issued by this server)".to_owned(),
             )
         };
-        let local = self.local.as_ref().ok_or_else(|| {
-            WorkspaceError::not_found("this deployment serves no signed URLs")
-        })?;
-        let params = match local.signer.verify(method, path, query, self.clock.now_ms()) {
+        let local = self
+            .local
+            .as_ref()
+            .ok_or_else(|| WorkspaceError::not_found("this deployment serves no signed URLs"))?;
+        let params = match local
+            .signer
+            .verify(method, path, query, self.clock.now_ms())
+        {
             Ok(p) => p,
             Err(SignedUrlError::Invalid) => return Err(invalid()),
             Err(SignedUrlError::Expired { expires_at }) => {

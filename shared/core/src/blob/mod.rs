@@ -93,7 +93,11 @@ pub fn bucket_prefix(scope: &Scope, bucket: &str) -> String {
 impl BlobLocation {
     /// The storage key: the bucket prefix, then the key.
     pub fn storage_key(&self) -> String {
-        format!("{}{}", bucket_prefix(&self.scope, &self.bucket), self.key.as_str())
+        format!(
+            "{}{}",
+            bucket_prefix(&self.scope, &self.bucket),
+            self.key.as_str()
+        )
     }
 }
 
@@ -188,7 +192,11 @@ pub trait BlobStore: Send + Sync {
     }
     /// A URL the store itself honours (S3 presigning). `None`: the store has none, and the
     /// service signs a URL the local server serves instead.
-    async fn presign(&self, _loc: &BlobLocation, _spec: &PresignSpec) -> Result<Option<PresignedUrl>> {
+    async fn presign(
+        &self,
+        _loc: &BlobLocation,
+        _spec: &PresignSpec,
+    ) -> Result<Option<PresignedUrl>> {
         Ok(None)
     }
 }

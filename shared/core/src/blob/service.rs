@@ -176,7 +176,9 @@ impl BlobService {
         let prefix = PathPrefix::parse(prefix)?;
         let after = cursor.map(decode_cursor).transpose()?;
         let limit = limit.map_or(MAX_BLOB_LIST_LIMIT, |n| {
-            usize::try_from(n).unwrap_or(usize::MAX).clamp(1, MAX_BLOB_LIST_LIMIT)
+            usize::try_from(n)
+                .unwrap_or(usize::MAX)
+                .clamp(1, MAX_BLOB_LIST_LIMIT)
         });
         // One more than asked says whether another page follows.
         let mut entries = self
@@ -235,7 +237,11 @@ impl BlobService {
                 }
                 // Pinned to the version that exists now: an overwrite or delete later
                 // does not change what the URL reads.
-                let meta = self.store.head(&loc).await?.ok_or_else(|| no_object(&loc))?;
+                let meta = self
+                    .store
+                    .head(&loc)
+                    .await?
+                    .ok_or_else(|| no_object(&loc))?;
                 spec.version_id = Some(meta.version_id);
             }
             PresignMethod::Put => {
