@@ -105,12 +105,10 @@ impl App {
         self.cache.as_deref().ok_or_else(|| not_provided("cache"))
     }
 
-    /// Largest request body worth reading: a JSON string may escape each byte of the
-    /// content into up to six characters, plus room for the other fields. Anything larger
-    /// is refused with 413 before it is parsed.
+    /// Largest request body worth reading: a file PUT's or a blob's, whichever is larger.
+    /// Anything larger is refused with 413 before it is parsed.
     pub fn max_request_bytes(&self) -> usize {
-        let content = usize::try_from(self.service.limits().max_file_bytes).unwrap_or(usize::MAX);
-        let files = content.saturating_mul(6).saturating_add(64 * 1024);
+        let files = self.max_file_request_bytes();
         // A blob one byte over its limit still reaches the service, which names the limit.
         let blobs = self.blobs.as_ref().map_or(0, |b| {
             usize::try_from(b.limits().max_object_bytes)
@@ -120,12 +118,19 @@ impl App {
         files.max(blobs)
     }
 
+    /// Largest file PUT body: a JSON string may escape each byte of the content into up to
+    /// six characters, plus room for the other fields.
+    fn max_file_request_bytes(&self) -> usize {
+        let content = usize::try_from(self.service.limits().max_file_bytes).unwrap_or(usize::MAX);
+        content.saturating_mul(6).saturating_add(64 * 1024)
+    }
+
     /// The response for a body over [`App::max_request_bytes`].
     pub fn body_too_large(&self) -> HttpResponse {
         error_to_response(&workspace_core::WorkspaceError::TooLarge {
             message: format!(
                 "request body is over {} bytes; file content is limited to maxFileBytes = {}",
-                self.max_request_bytes(),
+                self.max_file_request_bytes(),
                 self.service.limits().max_file_bytes
             ),
             limit: self.service.limits().max_file_bytes,
@@ -234,7 +239,7 @@ impl App {
             Route::PutFile => {
                 let who = self.identify(parts, body).await?;
                 require_write(&who)?;
-                if body.len() > self.max_request_bytes() {
+                if body.len() > self.max_file_request_bytes() {
                     return Ok(self.body_too_large());
                 }
                 files::put(&self.service, &who, parts, tail, decoding, body).await
