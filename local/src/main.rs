@@ -169,7 +169,7 @@ async fn serve() -> Result<(), String> {
         Arc::new(RandomIds),
         cfg.limits,
     )
-    .with_redactor(cfg.redactor);
+    .with_redactor(cfg.redactor.clone());
     let listener = tokio::net::TcpListener::bind(cfg.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.addr))?;
@@ -186,11 +186,10 @@ async fn serve() -> Result<(), String> {
     };
     let app = Arc::new(
         App::new(service, auth)
-            .with_cache(CacheService::new(
-                store.clone(),
-                clock.clone(),
-                cfg.cache_limits,
-            ))
+            .with_cache(
+                CacheService::new(store.clone(), clock.clone(), cfg.cache_limits)
+                    .with_redactor(cfg.redactor.clone()),
+            )
             .with_blobs(
                 BlobService::new(store, clock, cfg.blob_limits.clone()).with_local_presign(local),
             ),

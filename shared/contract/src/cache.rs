@@ -234,3 +234,35 @@ pub async fn cache_is_invisible_to_other_tenants_and_workspaces(h: Harness) {
         "ACME-SECRET"
     );
 }
+
+/// WSR-1: secret-shaped strings anywhere in a value are stored (and read back) redacted,
+/// and the JSON around them stays intact.
+pub async fn cache_values_are_redacted(h: Harness) {
+    use crate::protocol::{SECRET_AWS_KEY_ID, SECRET_GITHUB};
+    let value = json!({
+        "note": format!("creds: {SECRET_AWS_KEY_ID} keep"),
+        "list": [SECRET_GITHUB, 7, {"deep": format!("\"{SECRET_GITHUB}\"")}],
+    });
+    put(
+        &h,
+        KEY_A,
+        "creds",
+        &json!({"value": value, "ttlSeconds": 60}),
+    )
+    .await
+    .assert_ok();
+    let r = get(&h, KEY_A, "creds").await;
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    for secret in [SECRET_AWS_KEY_ID, SECRET_GITHUB] {
+        assert!(!text.contains(secret), "{secret} in {text}");
+    }
+    let v = r.assert_ok();
+    let note = v["value"]["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("creds: [REDACTED:") && note.ends_with(" keep"),
+        "{v}"
+    );
+    assert_eq!(v["value"]["list"][1], 7);
+    let deep = v["value"]["list"][2]["deep"].as_str().unwrap_or_default();
+    assert!(deep.contains("[REDACTED:"), "{v}");
+}

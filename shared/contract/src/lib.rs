@@ -70,6 +70,7 @@ macro_rules! capability_tests {
             cache::oversize_values_and_long_ttls_are_refused,
             cache::bad_keys_and_bodies_are_400,
             cache::cache_is_invisible_to_other_tenants_and_workspaces,
+            cache::cache_values_are_redacted,
             blob::every_byte_value_round_trips,
             blob::content_type_etag_and_overwrite,
             blob::list_pages_with_prefix_and_cursor,

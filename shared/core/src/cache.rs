@@ -9,6 +9,7 @@ use crate::capability::CapabilityCode;
 use crate::error::{Result, WorkspaceError};
 use crate::model::Millis;
 use crate::ports::Clock;
+use crate::redact::Redactor;
 use crate::scope::Scope;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -89,6 +90,42 @@ pub struct CacheService {
     store: Arc<dyn CacheStore>,
     clock: Arc<dyn Clock>,
     limits: CacheLimits,
+    redactor: Redactor,
+}
+
+fn redact_str(redactor: &Redactor, s: &str, hits: &mut Vec<String>) -> String {
+    let r = redactor.redact(s, &[]);
+    hits.extend(r.hits);
+    r.text
+}
+
+/// WSR-1 for cache values: every string in the value (object keys included) goes through
+/// the file redactor one by one, so a replacement can never break the JSON around it.
+fn redact_value(
+    redactor: &Redactor,
+    value: &serde_json::Value,
+    hits: &mut Vec<String>,
+) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(redact_str(redactor, s, hits)),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| redact_value(redactor, v, hits))
+                .collect(),
+        ),
+        Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            for (k, v) in map {
+                let k = redact_str(redactor, k, hits);
+                let v = redact_value(redactor, v, hits);
+                out.insert(k, v);
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
 }
 
 impl CacheService {
@@ -97,7 +134,14 @@ impl CacheService {
             store,
             clock,
             limits,
+            redactor: Redactor::default(),
         }
+    }
+
+    /// Replaces the WSR-1 redactor (the default applies every structural rule).
+    pub fn with_redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     pub fn limits(&self) -> CacheLimits {
@@ -126,7 +170,13 @@ impl CacheService {
                 self.limits.max_ttl_seconds,
             ));
         }
-        let value_json = serde_json::to_string(value).map_err(WorkspaceError::internal)?;
+        // WSR-1: what is stored (and read back) is the redacted value.
+        let mut hits = Vec::new();
+        let value = redact_value(&self.redactor, value, &mut hits);
+        if !hits.is_empty() {
+            tracing::info!(rules = ?hits, key = key.as_str(), "secrets redacted before caching");
+        }
+        let value_json = serde_json::to_string(&value).map_err(WorkspaceError::internal)?;
         if value_json.len() as u64 > self.limits.max_value_bytes {
             return Err(CapabilityCode::CacheValueTooLarge.over_limit(
                 format!(
