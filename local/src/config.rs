@@ -2,8 +2,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use workspace_core::blob::BlobLimits;
+use workspace_core::cache::CacheLimits;
 use workspace_core::redact::Redactor;
 use workspace_core::Limits;
+use workspace_http::capability_config::{blob_limits_from_env, cache_limits_from_env};
 use workspace_http::config::{limits_from_env, redactor_from_env};
 
 pub struct Config {
@@ -13,6 +16,10 @@ pub struct Config {
     pub redactor: Redactor,
     /// `WORKSPACE_API_KEYS`, if set.
     pub api_keys: Option<String>,
+    pub blob_limits: BlobLimits,
+    pub cache_limits: CacheLimits,
+    /// `WORKSPACE_PUBLIC_URL`: the base of presigned URLs (default `http://<listen address>`).
+    pub public_url: Option<String>,
 }
 
 impl Config {
@@ -29,12 +36,28 @@ impl Config {
         let limits = limits_from_env(&get).map_err(|e| e.to_string())?;
         let redactor = redactor_from_env(&get).map_err(|e| e.to_string())?;
         let api_keys = get("WORKSPACE_API_KEYS").filter(|k| !k.trim().is_empty());
+        let blob_limits = blob_limits_from_env(&get).map_err(|e| e.to_string())?;
+        let cache_limits = cache_limits_from_env(&get).map_err(|e| e.to_string())?;
+        let public_url = match get("WORKSPACE_PUBLIC_URL").filter(|u| !u.trim().is_empty()) {
+            None => None,
+            Some(u) if u.starts_with("http://") || u.starts_with("https://") => {
+                Some(u.trim().trim_end_matches('/').to_owned())
+            }
+            Some(u) => {
+                return Err(format!(
+                    "WORKSPACE_PUBLIC_URL must start with http:// or https://, got '{u}'"
+                ))
+            }
+        };
         Ok(Self {
             addr,
             data_dir,
             limits,
             redactor,
             api_keys,
+            blob_limits,
+            cache_limits,
+            public_url,
         })
     }
 }

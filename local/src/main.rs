@@ -5,13 +5,17 @@
 mod config;
 mod keys;
 mod mcp_stdio;
+mod presign_secret;
 mod secrets;
 mod server;
 
 use clap::{Parser, Subcommand};
 use std::sync::Arc;
+use workspace_core::blob::{BlobService, LocalPresign};
+use workspace_core::cache::CacheService;
 use workspace_core::keys::KeyStore;
 use workspace_core::ports::{Clock, LogEvents, RandomIds, SystemClock};
+use workspace_core::signed_url::UrlSigner;
 use workspace_core::WorkspaceService;
 use workspace_http::App;
 use workspace_store_aws::keys_table::DynamoKeys;
@@ -218,36 +222,56 @@ pub(crate) fn emit(lines: &[String]) {
 }
 
 /// The service over the embedded store in the data directory.
-fn local_service(cfg: &config::Config) -> Result<WorkspaceService, String> {
+fn local_service(cfg: &config::Config) -> Result<(WorkspaceService, Arc<EmbeddedStore>), String> {
     let store = Arc::new(EmbeddedStore::open(&cfg.data_dir).map_err(|e| e.to_string())?);
-    Ok(WorkspaceService::new(
+    let service = WorkspaceService::new(
         store.clone(),
-        store,
+        store.clone(),
         Arc::new(LogEvents),
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         cfg.limits,
     )
     .with_redactor(cfg.redactor.clone())
-    .with_secrets(Arc::new(SecretFile::new(&cfg.data_dir))))
+    .with_secrets(Arc::new(SecretFile::new(&cfg.data_dir)));
+    Ok((service, store))
 }
 
 async fn mcp(who: mcp_stdio::Who) -> Result<(), String> {
     let cfg = config::Config::from_env()?;
-    let service = local_service(&cfg)?;
+    let (service, _) = local_service(&cfg)?;
     let identity = mcp_stdio::identity(&cfg, &who).await?;
     mcp_stdio::serve(service, identity).await
 }
 
 async fn serve() -> Result<(), String> {
     let cfg = config::Config::from_env()?;
-    let service = local_service(&cfg)?;
+    let (service, store) = local_service(&cfg)?;
     let (auth, key_source) = keys::authenticator(cfg.api_keys.as_deref(), &cfg.data_dir).await?;
-    let app = Arc::new(App::new(service, auth));
     let listener = tokio::net::TcpListener::bind(cfg.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    // RFC 0019: blobs and the cache in the same database; presigned URLs are signed here
+    // and served by this process at the address clients reach it on.
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let local = LocalPresign {
+        signer: UrlSigner::new(presign_secret::load_or_create(&cfg.data_dir)?),
+        base_url: cfg
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}")),
+    };
+    let app = Arc::new(
+        App::new(service, auth)
+            .with_cache(
+                CacheService::new(store.clone(), clock.clone(), cfg.cache_limits)
+                    .with_redactor(cfg.redactor.clone()),
+            )
+            .with_blobs(
+                BlobService::new(store, clock, cfg.blob_limits.clone()).with_local_presign(local),
+            ),
+    );
     server::banner(addr, &cfg.data_dir, &key_source);
     server::serve(listener, app).await
 }

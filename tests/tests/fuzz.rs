@@ -87,12 +87,19 @@ fn harness() -> &'static Harness {
     static H: OnceLock<Harness> = OnceLock::new();
     H.get_or_init(|| {
         runtime().block_on(async {
-            let h = Harness::new(Backend {
-                meta: Arc::new(MemoryMeta::default()),
-                bodies: Arc::new(MemoryBodies::default()),
-                secrets: Arc::new(MemorySecrets::default()),
-                guard: Box::new(()),
-            })
+            // With the RFC 0019 ports too, so blob, cache and signed-URL paths are fuzzed.
+            let h = Harness::with_capabilities(
+                Backend {
+                    meta: Arc::new(MemoryMeta::default()),
+                    bodies: Arc::new(MemoryBodies::default()),
+                    secrets: Arc::new(MemorySecrets::default()),
+                    guard: Box::new(()),
+                },
+                workspace_contract::Capabilities {
+                    cache: Arc::new(workspace_store_memory::MemoryCache::default()),
+                    blobs: Arc::new(workspace_store_memory::MemoryBlobs::default()),
+                },
+            )
             .await;
             h.put(KEY_A, "a/b.md", "x").await.assert_ok();
             h
@@ -142,6 +149,10 @@ proptest! {
             Just("/v1/host/workspace/files"),
             Just("/.well-known/openwop"),
             Just("/v1/host/"),
+            Just("/v1/host/blob/default/"),
+            Just("/v1/host/blob/"),
+            Just("/v1/host/cache/"),
+            Just("/v1/signed/blob/acme/main/default/"),
         ],
         path in structured_path(),
         query in prop::option::of("[a-zA-Z=&%0-9._/-]{0,40}"),

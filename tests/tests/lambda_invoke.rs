@@ -97,6 +97,7 @@ fn invoke(watch: &Watch, function: &str, file: &str) -> Value {
 async fn every_recorded_event_runs_through_its_function_binary() {
     let env = testing::fresh(None).await;
     let observed = testing::observed_bus().await;
+    let caps = testing::fresh_capabilities().await;
     let settings = vec![
         ("AWS_ENDPOINT_URL", testing::moto_url()),
         ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
@@ -106,6 +107,8 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         ("WORKSPACE_BUCKET", env.bucket.clone()),
         ("WORKSPACE_EVENT_BUS", observed.bus.clone()),
         ("WORKSPACE_ORPHAN_GRACE_SECONDS", "3600".to_owned()),
+        ("WORKSPACE_CACHE_TABLE", caps.cache_table.clone()),
+        ("WORKSPACE_BLOB_S3_BUCKET", caps.blob_bucket.clone()),
     ];
     let watch = tokio::task::spawn_blocking(move || start_watch(&settings))
         .await
@@ -177,5 +180,31 @@ async fn every_recorded_event_runs_through_its_function_binary() {
             "{event}: {health}"
         );
     }
+
+    // RFC 0019 on the DynamoDB cache table and the S3 blob bucket: a binary body arrives
+    // base64 encoded and leaves base64 encoded, byte for byte.
+    let cached = invoke(w, "fn-cache", "put-cache.json");
+    assert_eq!(
+        (status(&cached), body(&cached)["ok"].as_bool()),
+        (200, Some(true)),
+        "{cached}"
+    );
+    let stored = invoke(w, "fn-blob", "put-blob.json");
+    assert_eq!(
+        (status(&stored), body(&stored)["sizeBytes"].as_u64()),
+        (200, Some(256)),
+        "{stored}"
+    );
+    let got = invoke(w, "fn-blob", "get-blob.json");
+    assert_eq!(status(&got), 200, "{got}");
+    assert_eq!(got["isBase64Encoded"], true, "{got}");
+    let put_event: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("events/put-blob.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        got["body"], put_event["body"],
+        "the same bytes, base64 both ways"
+    );
     drop(watch);
 }

@@ -8,9 +8,12 @@ use serde_json::Value;
 use std::any::Any;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use workspace_core::blob::{BlobLimits, BlobService, BlobStore, LocalPresign};
+use workspace_core::cache::{CacheLimits, CacheService, CacheStore};
 use workspace_core::model::Millis;
 use workspace_core::ports::{BodyStore, Clock, LogEvents, MetaStore, RandomIds, SystemClock};
 use workspace_core::secrets::SecretStore;
+use workspace_core::signed_url::UrlSigner;
 use workspace_core::{Limits, Scope, WorkspaceService};
 use workspace_http::auth::ApiKeys;
 use workspace_http::{App, PathForm};
@@ -37,6 +40,31 @@ pub struct Backend {
     /// The adapter's registered-secret store (WSR-1).
     pub secrets: Arc<dyn SecretStore>,
     pub guard: Box<dyn Any + Send + Sync>,
+}
+
+/// The RFC 0019 ports of an adapter (optional: `contract_tests!` runs without them;
+/// `capability_tests!` builds them next to the [`Backend`]).
+pub struct Capabilities {
+    pub cache: Arc<dyn CacheStore>,
+    pub blobs: Arc<dyn BlobStore>,
+}
+
+/// Limits of the capability cases: small, so they are cheap to reach.
+pub const CACHE_LIMITS: CacheLimits = CacheLimits {
+    max_value_bytes: 2048,
+    max_ttl_seconds: 3600,
+};
+pub const MAX_OBJECT_BYTES: u64 = 64 * 1024;
+pub const MAX_PRESIGN_SECONDS: u64 = 600;
+/// Where the harness's locally signed URLs point (the harness routes them back to its app).
+pub const SIGNED_BASE: &str = "http://signed.test";
+
+pub fn blob_limits() -> BlobLimits {
+    BlobLimits {
+        buckets: vec!["default".to_owned(), "media".to_owned()],
+        max_object_bytes: MAX_OBJECT_BYTES,
+        max_presign_seconds: MAX_PRESIGN_SECONDS,
+    }
 }
 
 /// A clock the cases move by hand; it starts at the real time.
@@ -161,6 +189,27 @@ impl Harness {
         Self::with_limits(backend, LIMITS).await
     }
 
+    /// The harness with the blob and cache services wired in as well (on the harness's
+    /// manual clock; stores that cannot presign get a local signer at [`SIGNED_BASE`]).
+    pub async fn with_capabilities(backend: Backend, caps: Capabilities) -> Self {
+        let mut h = Self::with_limits(backend, LIMITS).await;
+        let app = Arc::get_mut(&mut h.app).expect("the harness app is not shared yet");
+        let clock: Arc<dyn Clock> = h.clock.clone();
+        let local = LocalPresign {
+            signer: UrlSigner::new(b"contract-suite-signing-secret-32".to_vec()),
+            base_url: SIGNED_BASE.to_owned(),
+        };
+        app.cache = Some(Arc::new(CacheService::new(
+            caps.cache,
+            clock.clone(),
+            CACHE_LIMITS,
+        )));
+        app.blobs = Some(Arc::new(
+            BlobService::new(caps.blobs, clock, blob_limits()).with_local_presign(local),
+        ));
+        h
+    }
+
     pub async fn with_limits(backend: Backend, limits: Limits) -> Self {
         let mut keys = ApiKeys::default();
         keys.add(KEY_A, scope("acme", "main"), "alice".into());
@@ -256,6 +305,38 @@ impl Harness {
             .expect("body read")
             .expect("the body exists");
         String::from_utf8(raw).expect("a text body")
+    }
+
+    /// Uses a presigned URL like a client without credentials would: the harness's own
+    /// signed URLs go back into its app, any other (S3 on the emulator) over real HTTP.
+    /// `headers` are the ones presigning returned; the body sets Content-Length itself.
+    pub async fn fetch(&self, method: Method, url: &str, headers: &Value, body: Vec<u8>) -> Reply {
+        let pairs: Vec<(String, String)> = headers
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "content-length" | "host"))
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(uri) = url.strip_prefix(SIGNED_BASE) {
+            let mut call = self.call(method, uri, None).body(body);
+            for (k, v) in &pairs {
+                call = call.header(k, v);
+            }
+            return call.send().await;
+        }
+        let mut req = reqwest::Client::new().request(method, url).body(body);
+        for (k, v) in &pairs {
+            req = req.header(k, v);
+        }
+        let resp = req.send().await.expect("the presigned URL is reachable");
+        Reply {
+            status: resp.status(),
+            headers: resp.headers().clone(),
+            body: resp.bytes().await.expect("response body"),
+        }
     }
 
     /// Everything a caller can observe: every live file with version, etag and content,

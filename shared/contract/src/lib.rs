@@ -3,6 +3,8 @@
 //! [`harness::Backend`], and gets one `#[tokio::test]` per case, each run through the real
 //! HTTP router.
 
+pub mod blob;
+pub mod cache;
 pub mod concurrency;
 pub mod files;
 pub mod harness;
@@ -13,7 +15,7 @@ pub mod mcp;
 pub mod protocol;
 pub mod redaction;
 
-pub use harness::{Backend, Harness};
+pub use harness::{Backend, Capabilities, Harness};
 
 /// Expands to one test per contract case for the backend `make` builds.
 #[macro_export]
@@ -57,6 +59,42 @@ macro_rules! contract_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $case() {
                 let harness = $crate::Harness::new($make().await).await;
+                $crate::$module::$case(harness).await;
+            }
+        )*
+    };
+}
+
+/// Expands to one test per RFC 0019 case (blob storage, presigning, the cache) for the
+/// backend `make` builds: `make()` returns a [`Backend`] and its [`Capabilities`].
+#[macro_export]
+macro_rules! capability_tests {
+    ($make:expr) => {
+        $crate::capability_tests!(@cases $make;
+            cache::hit_miss_overwrite_and_delete,
+            cache::expiry_is_visible_within_a_second_and_never_served_after,
+            cache::oversize_values_and_long_ttls_are_refused,
+            cache::bad_keys_and_bodies_are_400,
+            cache::cache_is_invisible_to_other_tenants_and_workspaces,
+            cache::cache_values_are_redacted,
+            blob::every_byte_value_round_trips,
+            blob::content_type_etag_and_overwrite,
+            blob::list_pages_with_prefix_and_cursor,
+            blob::unknown_buckets_missing_objects_and_oversize_objects,
+            blob::bad_keys_are_400_and_change_nothing,
+            blob::blobs_are_invisible_to_other_tenants_and_workspaces,
+            blob::presigned_get_and_put_work_before_expiry,
+            blob::presigned_urls_are_bounded,
+            blob::presign_is_scoped_and_checked,
+            blob::discovery_advertises_the_real_limits,
+        );
+    };
+    (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $case() {
+                let (backend, caps) = $make().await;
+                let harness = $crate::Harness::with_capabilities(backend, caps).await;
                 $crate::$module::$case(harness).await;
             }
         )*

@@ -29,6 +29,14 @@ pub enum WorkspaceError {
     /// The route exists in the contract but this deployment does not provide it.
     #[error("{0}")]
     NotProvided(String),
+    /// A blob or cache refusal with its own envelope code (openwop RFC 0019).
+    #[error("{message}")]
+    Capability {
+        code: crate::capability::CapabilityCode,
+        message: String,
+        /// The limit that was exceeded, for `details.limit`.
+        limit: Option<u64>,
+    },
     /// A backend failed. The message is for logs; clients get a generic text.
     #[error("{0}")]
     Internal(String),

@@ -1,6 +1,9 @@
 //! The workspace domain. Read `service.rs` for the rules (preconditions, lineage,
 //! quotas, retention, idempotency) and `ports.rs` for what adapters provide.
 
+pub mod blob;
+pub mod cache;
+pub mod capability;
 pub mod error;
 pub mod keys;
 pub mod limits;
@@ -11,6 +14,7 @@ pub mod redact;
 pub mod scope;
 pub mod secrets;
 pub mod service;
+pub mod signed_url;
 
 pub use error::{Result, WorkspaceError};
 pub use limits::Limits;

@@ -2,9 +2,25 @@
 //! document root and again under `capabilities`, with the limits this deployment enforces.
 
 use serde_json::{json, Value};
+use workspace_core::blob::{BlobLimits, BlobService};
+use workspace_core::cache::{CacheLimits, CacheService};
 use workspace_core::Limits;
 
+/// The document of a deployment that provides neither blobs nor the cache.
 pub fn document(limits: &Limits) -> Value {
+    document_for(limits, None, None)
+}
+
+/// The document with the blob and cache families as this deployment provides them; an
+/// absent service is advertised unsupported, with the limits a client would meet.
+pub fn document_for(
+    limits: &Limits,
+    blobs: Option<&BlobService>,
+    cache: Option<&CacheService>,
+) -> Value {
+    let default_blobs = BlobLimits::default();
+    let b = blobs.map_or(&default_blobs, |s| s.limits());
+    let c = cache.map_or_else(CacheLimits::default, |s| s.limits());
     let families = json!({
         "workspace": {
             "supported": true,
@@ -14,19 +30,17 @@ pub fn document(limits: &Limits) -> Value {
             "maxVersions": limits.max_versions,
             "maxUploadBytes": limits.max_upload_bytes,
         },
-        // Not provided by this deployment yet: advertised as unsupported with the limits a
-        // client would meet, so clients can feature-detect without a failed call.
         "blobStorage": {
-            "supported": false,
-            "buckets": ["default"],
-            "presignSupported": false,
-            "maxObjectBytes": limits.max_upload_bytes,
-            "maxPresignSeconds": 900,
+            "supported": blobs.is_some(),
+            "buckets": b.buckets,
+            "presignSupported": blobs.is_some_and(BlobService::presign_supported),
+            "maxObjectBytes": b.max_object_bytes,
+            "maxPresignSeconds": b.max_presign_seconds,
         },
         "cache": {
-            "supported": false,
-            "maxValueBytes": 262_144,
-            "maxTtlSeconds": 86_400,
+            "supported": cache.is_some(),
+            "maxValueBytes": c.max_value_bytes,
+            "maxTtlSeconds": c.max_ttl_seconds,
         },
     });
     let mut doc = json!({

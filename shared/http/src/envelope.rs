@@ -4,6 +4,7 @@
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
 use serde_json::{json, Value};
+use workspace_core::capability::CapabilityCode;
 use workspace_core::WorkspaceError;
 
 pub type HttpResponse = Response<Bytes>;
@@ -47,7 +48,22 @@ pub fn status_and_code(err: &WorkspaceError) -> (StatusCode, &'static str) {
         WorkspaceError::Conflict { .. } => (StatusCode::CONFLICT, "workspace_conflict"),
         WorkspaceError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "workspace_too_large"),
         WorkspaceError::NotProvided(_) => (StatusCode::NOT_IMPLEMENTED, "capability_not_provided"),
+        WorkspaceError::Capability { code, .. } => (capability_status(*code), code.as_str()),
         WorkspaceError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal_error"),
+    }
+}
+
+/// Status of a blob or cache refusal (RFC 0019).
+fn capability_status(code: CapabilityCode) -> StatusCode {
+    match code {
+        CapabilityCode::BlobBucketNotFound | CapabilityCode::BlobObjectNotFound => {
+            StatusCode::NOT_FOUND
+        }
+        CapabilityCode::BlobObjectTooLarge | CapabilityCode::CacheValueTooLarge => {
+            StatusCode::PAYLOAD_TOO_LARGE
+        }
+        CapabilityCode::BlobPresignExpired => StatusCode::FORBIDDEN,
+        CapabilityCode::CacheTtlExceedsMax => StatusCode::BAD_REQUEST,
     }
 }
 
@@ -65,6 +81,9 @@ pub fn error_to_response(err: &WorkspaceError) -> HttpResponse {
             ),
             WorkspaceError::TooLarge { message, limit } => {
                 (message.clone(), Some(json!({ "limit": limit })))
+            }
+            WorkspaceError::Capability { message, limit, .. } => {
+                (message.clone(), limit.map(|l| json!({ "limit": l })))
             }
             WorkspaceError::Internal(detail) => {
                 // The detail may name backend internals; it goes to the log only.

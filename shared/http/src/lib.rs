@@ -3,6 +3,9 @@
 //! and handed to the domain service; every failure leaves as the one error envelope.
 
 pub mod auth;
+pub mod blob;
+pub mod cache;
+pub mod capability_config;
 pub mod config;
 pub mod discovery;
 pub mod envelope;
@@ -21,6 +24,8 @@ pub use request::PathForm;
 use routes::{match_route, Matched, Route};
 use serde_json::json;
 use std::sync::Arc;
+use workspace_core::blob::{BlobService, SIGNED_BLOB_PREFIX};
+use workspace_core::cache::CacheService;
 use workspace_core::{Identity, Result, WorkspaceError, WorkspaceService};
 
 fn require_read(who: &Identity) -> Result<()> {
@@ -45,6 +50,13 @@ fn require_write(who: &Identity) -> Result<()> {
 
 /// The function serving `POST /mcp`.
 pub const MCP_FUNCTION: &str = "mcp";
+/// Whether a presign body asks for a PUT URL (a malformed body is refused later).
+fn body_names_put(body: &Bytes) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("method").and_then(|m| m.as_str()).map(|m| m != "GET"))
+        .unwrap_or(false)
+}
 
 /// Which route answered, attached to every response so transports can log it.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +67,14 @@ pub struct App {
     pub auth: Arc<dyn Authenticator>,
     /// The function this process serves (`Some("get")` on Lambda), or every route (`None`).
     pub function: Option<&'static str>,
+    /// RFC 0019 blob storage, when this deployment provides it.
+    pub blobs: Option<Arc<BlobService>>,
+    /// RFC 0019 TTL cache, when this deployment provides it.
+    pub cache: Option<Arc<CacheService>>,
+}
+
+fn not_provided(what: &str) -> WorkspaceError {
+    WorkspaceError::NotProvided(format!("this deployment does not provide {what}"))
 }
 
 impl App {
@@ -63,13 +83,47 @@ impl App {
             service,
             auth,
             function: None,
+            blobs: None,
+            cache: None,
         }
     }
 
-    /// Largest request body worth reading: a JSON string may escape each byte of the
-    /// content into up to six characters, plus room for the other fields. Anything larger
-    /// is refused with 413 before it is parsed.
+    pub fn with_blobs(mut self, blobs: BlobService) -> Self {
+        self.blobs = Some(Arc::new(blobs));
+        self
+    }
+
+    pub fn with_cache(mut self, cache: CacheService) -> Self {
+        self.cache = Some(Arc::new(cache));
+        self
+    }
+
+    fn blob_service(&self) -> Result<&BlobService> {
+        self.blobs
+            .as_deref()
+            .ok_or_else(|| not_provided("blobStorage"))
+    }
+
+    fn cache_service(&self) -> Result<&CacheService> {
+        self.cache.as_deref().ok_or_else(|| not_provided("cache"))
+    }
+
+    /// Largest request body worth reading: a file PUT's or a blob's, whichever is larger.
+    /// Anything larger is refused with 413 before it is parsed.
     pub fn max_request_bytes(&self) -> usize {
+        let files = self.max_file_request_bytes();
+        // A blob one byte over its limit still reaches the service, which names the limit.
+        let blobs = self.blobs.as_ref().map_or(0, |b| {
+            usize::try_from(b.limits().max_object_bytes)
+                .unwrap_or(usize::MAX)
+                .saturating_add(1)
+        });
+        files.max(blobs)
+    }
+
+    /// Largest file PUT body: a JSON string may escape each byte of the content into up to
+    /// six characters, plus room for the other fields.
+    fn max_file_request_bytes(&self) -> usize {
         let content = usize::try_from(self.service.limits().max_file_bytes).unwrap_or(usize::MAX);
         content.saturating_mul(6).saturating_add(64 * 1024)
     }
@@ -79,7 +133,7 @@ impl App {
         error_to_response(&workspace_core::WorkspaceError::TooLarge {
             message: format!(
                 "request body is over {} bytes; file content is limited to maxFileBytes = {}",
-                self.max_request_bytes(),
+                self.max_file_request_bytes(),
                 self.service.limits().max_file_bytes
             ),
             limit: self.service.limits().max_file_bytes,
@@ -92,6 +146,22 @@ impl App {
             PathForm::Encoded => (parts.uri.path().to_owned(), Decoding::Once),
             PathForm::Decoded(p) => (p, Decoding::AlreadyDone),
         };
+        // Locally signed URLs carry no credential; only the local server (every route, a
+        // local signer) serves them, and they are not in the route table or template.
+        let signed = self
+            .blobs
+            .as_ref()
+            .filter(|b| b.local_presign().is_some() && self.function.is_none())
+            .filter(|_| path.starts_with(SIGNED_BLOB_PREFIX));
+        if let Some(b) = signed {
+            let mut resp = blob::signed(b, &parts, &path, &body)
+                .await
+                .unwrap_or_else(|e| error_to_response(&e));
+            resp.extensions_mut().insert(RouteLabel(
+                "/v1/signed/blob/{tenant}/{workspace}/{bucket}/{key+}",
+            ));
+            return resp;
+        }
         let (label, result) = match match_route(&parts.method, &path) {
             Matched::Route { spec, tail } if self.function.is_none_or(|f| f == spec.function) => {
                 let label = spec.pattern;
@@ -162,9 +232,10 @@ impl App {
                 StatusCode::OK,
                 &json!({ "status": "ok", "service": "agent-workspace", "version": env!("CARGO_PKG_VERSION") }),
             )),
-            Route::Discovery | Route::Capabilities => {
-                Ok(json_response(StatusCode::OK, &discovery::document(&limits)))
-            }
+            Route::Discovery | Route::Capabilities => Ok(json_response(
+                StatusCode::OK,
+                &discovery::document_for(&limits, self.blobs.as_deref(), self.cache.as_deref()),
+            )),
             Route::ListFiles => {
                 let who = self.identify(parts, body).await?;
                 require_read(&who)?;
@@ -178,7 +249,7 @@ impl App {
             Route::PutFile => {
                 let who = self.identify(parts, body).await?;
                 require_write(&who)?;
-                if body.len() > self.max_request_bytes() {
+                if body.len() > self.max_file_request_bytes() {
                     return Ok(self.body_too_large());
                 }
                 files::put(&self.service, &who, parts, tail, decoding, body).await
@@ -197,6 +268,52 @@ impl App {
                 mcp::post(&self.service, &who, parts, body).await
             }
             Route::McpHealth => Ok(mcp::health()),
+            Route::CacheGet => {
+                let who = self.identify(parts, body).await?;
+                require_read(&who)?;
+                cache::get(self.cache_service()?, &who, tail, decoding).await
+            }
+            Route::CachePut => {
+                let who = self.identify(parts, body).await?;
+                require_write(&who)?;
+                cache::put(self.cache_service()?, &who, tail, decoding, body).await
+            }
+            Route::CacheDelete => {
+                let who = self.identify(parts, body).await?;
+                require_write(&who)?;
+                cache::delete(self.cache_service()?, &who, tail, decoding).await
+            }
+            Route::BlobList => {
+                let who = self.identify(parts, body).await?;
+                require_read(&who)?;
+                blob::list(self.blob_service()?, &who, parts, tail, decoding).await
+            }
+            Route::BlobGet => {
+                let who = self.identify(parts, body).await?;
+                require_read(&who)?;
+                blob::get(self.blob_service()?, &who, tail, decoding).await
+            }
+            Route::BlobPut => {
+                // The body is opaque bytes: never read as a scope-naming JSON object.
+                let who = self.identify(parts, &Bytes::new()).await?;
+                require_write(&who)?;
+                blob::put(self.blob_service()?, &who, parts, tail, decoding, body).await
+            }
+            Route::BlobDelete => {
+                let who = self.identify(parts, body).await?;
+                require_write(&who)?;
+                blob::delete(self.blob_service()?, &who, tail, decoding).await
+            }
+            Route::BlobPresign => {
+                let who = self.identify(parts, body).await?;
+                // A GET URL reads, a PUT URL writes; presigning needs the matching scope,
+                // checked here for both so a read-only key cannot mint upload URLs.
+                require_read(&who)?;
+                if body_names_put(body) {
+                    require_write(&who)?;
+                }
+                blob::presign(self.blob_service()?, &who, tail, decoding, body).await
+            }
         }
     }
 }

@@ -16,6 +16,14 @@ pub enum Route {
     Mcp,
     /// The MCP function's own health document (`service: workspace-tool`).
     McpHealth,
+    CacheGet,
+    CachePut,
+    CacheDelete,
+    BlobList,
+    BlobGet,
+    BlobPut,
+    BlobDelete,
+    BlobPresign,
 }
 
 /// One row: method + API Gateway path pattern → route, and the function that serves it.
@@ -31,6 +39,10 @@ pub struct RouteSpec {
 
 const FILES: &str = "/v1/host/workspace/files";
 const FILE: &str = "/v1/host/workspace/files/{path+}";
+const CACHE_ENTRY: &str = "/v1/host/cache/{key}";
+const BLOBS: &str = "/v1/host/blob/{bucket}";
+const BLOB: &str = "/v1/host/blob/{bucket}/{key+}";
+const PRESIGN: &str = "/v1/host/blob/{bucket}/presign";
 
 pub const ROUTES: &[RouteSpec] = &[
     RouteSpec {
@@ -87,6 +99,56 @@ pub const ROUTES: &[RouteSpec] = &[
         route: Route::McpHealth,
         function: "mcp",
     },
+    // RFC 0019: the cache in its own function, blobs in theirs (see README, "Blob storage").
+    RouteSpec {
+        method: Method::GET,
+        pattern: CACHE_ENTRY,
+        route: Route::CacheGet,
+        function: "cache",
+    },
+    RouteSpec {
+        method: Method::PUT,
+        pattern: CACHE_ENTRY,
+        route: Route::CachePut,
+        function: "cache",
+    },
+    RouteSpec {
+        method: Method::DELETE,
+        pattern: CACHE_ENTRY,
+        route: Route::CacheDelete,
+        function: "cache",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: BLOBS,
+        route: Route::BlobList,
+        function: "blob",
+    },
+    // Before the greedy key row, as API Gateway prefers the more specific route.
+    RouteSpec {
+        method: Method::POST,
+        pattern: PRESIGN,
+        route: Route::BlobPresign,
+        function: "presign",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: BLOB,
+        route: Route::BlobGet,
+        function: "blob",
+    },
+    RouteSpec {
+        method: Method::PUT,
+        pattern: BLOB,
+        route: Route::BlobPut,
+        function: "blob",
+    },
+    RouteSpec {
+        method: Method::DELETE,
+        pattern: BLOB,
+        route: Route::BlobDelete,
+        function: "blob",
+    },
 ];
 
 /// The outcome of matching a request path against the table.
@@ -104,12 +166,35 @@ pub enum Matched<'a> {
     NotFound,
 }
 
+/// Matches API Gateway syntax: literal segments, `{name}` (one non-empty segment) and a final
+/// greedy `{name+}` (the rest, possibly empty). The tail is everything from the first
+/// parameter on, still as received; handlers split it.
 fn match_pattern<'a>(pattern: &str, path: &'a str) -> Option<Option<&'a str>> {
-    match pattern.strip_suffix("{path+}") {
+    let Some(open) = pattern.find('{') else {
+        return (pattern == path).then_some(None);
+    };
+    let tail = path.strip_prefix(&pattern[..open])?;
+    let mut rest = tail;
+    for (i, piece) in pattern[open..].split('/').enumerate() {
+        if i > 0 {
+            rest = rest.strip_prefix('/')?;
+        }
         // An empty tail still matches, so `/files/` gets the path rule's 400, not a 404.
-        Some(prefix) => path.strip_prefix(prefix).map(Some),
-        None => (pattern == path).then_some(None),
+        if piece.starts_with('{') && piece.ends_with("+}") {
+            return Some(Some(tail));
+        }
+        let (segment, after) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let ok = if piece.starts_with('{') {
+            !segment.is_empty()
+        } else {
+            segment == piece
+        };
+        if !ok {
+            return None;
+        }
+        rest = after;
     }
+    rest.is_empty().then_some(Some(tail))
 }
 
 pub fn match_route<'a>(method: &Method, path: &'a str) -> Matched<'a> {
@@ -148,6 +233,42 @@ mod tests {
         assert_eq!(match_route(&Method::GET, "/nope"), Matched::NotFound);
         assert!(matches!(
             match_route(&Method::POST, "/v1/host/workspace/files/a"),
+            Matched::MethodNotAllowed { .. }
+        ));
+    }
+
+    #[test]
+    fn single_segment_parameters_and_literals() {
+        fn route<'a>(m: &Method, p: &'a str) -> Option<(Route, Option<&'a str>)> {
+            match match_route(m, p) {
+                Matched::Route { spec, tail } => Some((spec.route, tail)),
+                _ => None,
+            }
+        }
+        assert_eq!(
+            route(&Method::GET, "/v1/host/cache/k1"),
+            Some((Route::CacheGet, Some("k1")))
+        );
+        assert_eq!(route(&Method::GET, "/v1/host/cache/a/b"), None);
+        assert_eq!(route(&Method::GET, "/v1/host/cache/"), None);
+        assert_eq!(
+            route(&Method::GET, "/v1/host/blob/default"),
+            Some((Route::BlobList, Some("default")))
+        );
+        assert_eq!(
+            route(&Method::POST, "/v1/host/blob/default/presign"),
+            Some((Route::BlobPresign, Some("default/presign")))
+        );
+        assert_eq!(
+            route(&Method::GET, "/v1/host/blob/default/presign"),
+            Some((Route::BlobGet, Some("default/presign")))
+        );
+        assert_eq!(
+            route(&Method::PUT, "/v1/host/blob/default/a/b.bin"),
+            Some((Route::BlobPut, Some("default/a/b.bin")))
+        );
+        assert!(matches!(
+            match_route(&Method::POST, "/v1/host/blob/default/a"),
             Matched::MethodNotAllowed { .. }
         ));
     }

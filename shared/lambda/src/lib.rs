@@ -10,13 +10,16 @@ use bytes::Bytes;
 use http::{Request, Response};
 use lambda_http::{service_fn, Body, Error, RequestExt};
 use std::sync::Arc;
-use workspace_core::ports::{BodyStore, LogEvents, MetaStore, RandomIds, SystemClock};
+use workspace_core::blob::{BlobService, BlobStore};
+use workspace_core::cache::{CacheService, CacheStore};
+use workspace_core::ports::{BodyStore, Clock, LogEvents, MetaStore, RandomIds, SystemClock};
 use workspace_core::secrets::SecretStore;
 use workspace_core::WorkspaceService;
+use workspace_http::capability_config::{blob_limits_from_env, cache_limits_from_env};
 use workspace_http::config::{limits_from_env, redactor_from_env};
 use workspace_http::{App, PathForm, RouteLabel};
 use workspace_store_aws::secrets_table::DynamoSecrets;
-use workspace_store_aws::{AwsClients, DynamoMeta, S3Bodies};
+use workspace_store_aws::{AwsClients, DynamoCache, DynamoMeta, S3Blobs, S3Bodies};
 use workspace_store_embedded::secrets::SecretFile;
 use workspace_store_embedded::EmbeddedStore;
 
@@ -37,10 +40,25 @@ pub async fn build_app(
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<App, Error> {
     let limits = limits_from_env(&get)?;
-    type Stores = (Arc<dyn MetaStore>, Arc<dyn BodyStore>, Arc<dyn SecretStore>);
-    let (meta, bodies, secrets): Stores = if get("WORKSPACE_TABLE").is_some() {
+    type Ports = (
+        Arc<dyn MetaStore>,
+        Arc<dyn BodyStore>,
+        Arc<dyn SecretStore>,
+        Option<Arc<dyn CacheStore>>,
+        Option<Arc<dyn BlobStore>>,
+    );
+    let (meta, bodies, secrets, cache, blobs): Ports = if get("WORKSPACE_TABLE").is_some() {
         let clients = AwsClients::from_env().await;
         let table = required(&get, "WORKSPACE_TABLE")?;
+        // RFC 0019: the cache table and blob bucket, when the deployment has them.
+        let cache = get("WORKSPACE_CACHE_TABLE")
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| {
+                Arc::new(DynamoCache::new(clients.dynamodb.clone(), t)) as Arc<dyn CacheStore>
+            });
+        let blobs = get("WORKSPACE_BLOB_S3_BUCKET")
+            .filter(|b| !b.trim().is_empty())
+            .map(|b| Arc::new(S3Blobs::new(clients.s3.clone(), b)) as Arc<dyn BlobStore>);
         (
             Arc::new(DynamoMeta::new(clients.dynamodb.clone(), table.clone())),
             Arc::new(S3Bodies::new(
@@ -48,13 +66,22 @@ pub async fn build_app(
                 required(&get, "WORKSPACE_BUCKET")?,
             )),
             Arc::new(DynamoSecrets::new(clients.dynamodb.clone(), table)),
+            cache,
+            blobs,
         )
     } else {
         let dir = get("WORKSPACE_DATA_DIR").unwrap_or_else(|| "/tmp/workspace-data".to_owned());
         let dir = std::path::Path::new(&dir);
         let store = Arc::new(EmbeddedStore::open(dir)?);
-        (store.clone(), store, Arc::new(SecretFile::new(dir)))
+        (
+            store.clone(),
+            store.clone(),
+            Arc::new(SecretFile::new(dir)),
+            Some(store.clone()),
+            Some(store),
+        )
     };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     // Events come from the DynamoDB stream (functions/publish), never from the request path.
     let service = WorkspaceService::new(
         meta,
@@ -68,6 +95,16 @@ pub async fn build_app(
     .with_secrets(secrets);
     let claims = identity::ClaimNames::from_env(&get);
     let mut app = App::new(service, Arc::new(identity::AuthorizerClaims::new(claims)));
+    if let Some(c) = cache {
+        app = app.with_cache(CacheService::new(
+            c,
+            clock.clone(),
+            cache_limits_from_env(&get)?,
+        ));
+    }
+    if let Some(b) = blobs {
+        app = app.with_blobs(BlobService::new(b, clock, blob_limits_from_env(&get)?));
+    }
     app.function = Some(function);
     Ok(app)
 }

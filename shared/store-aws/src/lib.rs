@@ -2,6 +2,8 @@
 //! and every commit decision in DynamoDB ([`dynamo`]), `workspace.updated` on EventBridge
 //! ([`events`]). Clients are built once ([`AwsClients::from_env`]) and shared.
 
+pub mod blobs;
+pub mod cache;
 pub mod calls;
 pub mod dynamo;
 pub mod events;
@@ -15,6 +17,8 @@ pub mod sweeper;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use blobs::S3Blobs;
+pub use cache::DynamoCache;
 pub use dynamo::DynamoMeta;
 pub use s3::S3Bodies;
 

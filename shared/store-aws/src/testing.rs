@@ -304,3 +304,65 @@ impl Observed {
         got
     }
 }
+
+/// RFC 0019 resources of the template's shape, fresh for one test: a versioned blob bucket
+/// and a cache table (`pk`, `sk`; TTL on `expiresAt`, which the emulator does not run).
+pub struct CapabilityEnv {
+    pub blob_bucket: String,
+    pub cache_table: String,
+}
+
+pub async fn fresh_capabilities() -> CapabilityEnv {
+    let setup = AwsClients::from_sdk_config(&sdk_config(), None);
+    let blob_bucket = unique("ws-blobs");
+    let cache_table = unique("ws-cache");
+    setup
+        .s3
+        .create_bucket()
+        .bucket(&blob_bucket)
+        .send()
+        .await
+        .expect("create blob bucket");
+    setup
+        .s3
+        .put_bucket_versioning()
+        .bucket(&blob_bucket)
+        .versioning_configuration(
+            VersioningConfiguration::builder()
+                .status(BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("enable versioning");
+    let key = |name: &str, kt: KeyType| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(kt)
+            .build()
+            .unwrap()
+    };
+    let attr = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .unwrap()
+    };
+    setup
+        .dynamodb
+        .create_table()
+        .table_name(&cache_table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key("pk", KeyType::Hash))
+        .key_schema(key("sk", KeyType::Range))
+        .attribute_definitions(attr("pk"))
+        .attribute_definitions(attr("sk"))
+        .send()
+        .await
+        .expect("create cache table");
+    CapabilityEnv {
+        blob_bucket,
+        cache_table,
+    }
+}

@@ -23,3 +23,34 @@ async fn backend() -> Backend {
 }
 
 contract_tests!(backend);
+
+/// The RFC 0019 cases (blobs with S3 presigning, the DynamoDB cache) on the emulator.
+async fn with_capabilities() -> (Backend, workspace_contract::Capabilities) {
+    let env = common::fresh(None).await;
+    let caps_env = common::fresh_capabilities().await;
+    let caps = workspace_contract::Capabilities {
+        cache: Arc::new(workspace_store_aws::DynamoCache::new(
+            env.clients.dynamodb.clone(),
+            caps_env.cache_table,
+        )),
+        blobs: Arc::new(workspace_store_aws::S3Blobs::new(
+            env.clients.s3.clone(),
+            caps_env.blob_bucket,
+        )),
+    };
+    let backend = Backend {
+        meta: Arc::new(DynamoMeta::new(
+            env.clients.dynamodb.clone(),
+            env.table.clone(),
+        )),
+        bodies: Arc::new(S3Bodies::new(env.clients.s3.clone(), env.bucket)),
+        secrets: Arc::new(DynamoSecrets::new(env.clients.dynamodb.clone(), env.table)),
+        guard: Box::new(()),
+    };
+    (backend, caps)
+}
+
+mod capabilities {
+    use super::with_capabilities;
+    workspace_contract::capability_tests!(with_capabilities);
+}

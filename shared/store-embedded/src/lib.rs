@@ -12,6 +12,7 @@
 //! - `live_counts`: prefix               → number of live files
 //! - `bodies`:      (body key, id)       → bytes
 
+mod capabilities;
 pub mod json_file;
 pub mod keys;
 pub mod secrets;
@@ -73,6 +74,7 @@ impl EmbeddedStore {
         txn.open_table(IDEMPOTENCY).map_err(db_err)?;
         txn.open_table(LIVE_COUNTS).map_err(db_err)?;
         txn.open_table(BODIES).map_err(db_err)?;
+        capabilities::create_tables(&txn)?;
         txn.commit().map_err(db_err)?;
         Ok(Self { db: Arc::new(db) })
     }

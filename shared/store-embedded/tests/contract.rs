@@ -52,3 +52,65 @@ async fn the_database_file_never_holds_a_written_secret() {
         "the redacted text is what was stored"
     );
 }
+
+/// The RFC 0019 cases (blobs, presigning, cache) on the same database file.
+async fn with_capabilities() -> (Backend, workspace_contract::Capabilities) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Arc::new(EmbeddedStore::open(dir.path()).expect("open store"));
+    let caps = workspace_contract::Capabilities {
+        cache: store.clone(),
+        blobs: store.clone(),
+    };
+    let backend = Backend {
+        meta: store.clone(),
+        bodies: store,
+        secrets: Arc::new(SecretFile::new(dir.path())),
+        guard: Box::new(dir),
+    };
+    (backend, caps)
+}
+
+mod capabilities {
+    use super::with_capabilities;
+    workspace_contract::capability_tests!(with_capabilities);
+}
+
+/// WSR-1 for the cache at the byte level: a cached secret never reaches the database file.
+#[tokio::test]
+async fn the_database_file_never_holds_a_cached_secret() {
+    use workspace_contract::protocol::{SECRET_AWS_KEY_ID, SECRET_GITHUB};
+    let dir = tempfile::tempdir().expect("temp dir");
+    {
+        let store = Arc::new(EmbeddedStore::open(dir.path()).expect("open store"));
+        let h = workspace_contract::Harness::with_capabilities(
+            Backend {
+                meta: store.clone(),
+                bodies: store.clone(),
+                secrets: Arc::new(SecretFile::new(dir.path())),
+                guard: Box::new(()),
+            },
+            workspace_contract::Capabilities {
+                cache: store.clone(),
+                blobs: store,
+            },
+        )
+        .await;
+        let value = serde_json::json!({ "a": SECRET_AWS_KEY_ID, "b": [SECRET_GITHUB] });
+        h.call(
+            http::Method::PUT,
+            "/v1/host/cache/creds",
+            Some(workspace_contract::harness::KEY_A),
+        )
+        .json(&serde_json::json!({ "value": value, "ttlSeconds": 60 }))
+        .send()
+        .await
+        .assert_ok();
+    }
+    let raw = std::fs::read(dir.path().join(workspace_store_embedded::DB_FILE)).expect("db file");
+    for secret in [SECRET_AWS_KEY_ID, SECRET_GITHUB] {
+        assert!(
+            !raw.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{secret} found in the database file"
+        );
+    }
+}

@@ -14,3 +14,52 @@ async fn backend() -> Backend {
 }
 
 contract_tests!(backend);
+
+/// The RFC 0019 cases (blobs, presigning, cache) on the in-memory ports.
+async fn with_capabilities() -> (Backend, workspace_contract::Capabilities) {
+    let caps = workspace_contract::Capabilities {
+        cache: Arc::new(workspace_store_memory::MemoryCache::default()),
+        blobs: Arc::new(workspace_store_memory::MemoryBlobs::default()),
+    };
+    (backend().await, caps)
+}
+
+mod capabilities {
+    use super::with_capabilities;
+    workspace_contract::capability_tests!(with_capabilities);
+}
+
+/// A deployment without the RFC 0019 ports says so: discovery advertises them unsupported
+/// and their routes answer 501 `capability_not_provided`, never a 404 or a 500.
+#[tokio::test]
+async fn without_the_ports_blob_and_cache_are_not_provided() {
+    use http::Method;
+    use workspace_contract::harness::KEY_A;
+    let h = workspace_contract::Harness::new(backend().await).await;
+    let doc = h
+        .call(Method::GET, "/v1/host/capabilities", None)
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(doc["blobStorage"]["supported"], false);
+    assert_eq!(doc["blobStorage"]["presignSupported"], false);
+    assert_eq!(doc["cache"]["supported"], false);
+    for (m, uri) in [
+        (Method::GET, "/v1/host/cache/k"),
+        (Method::PUT, "/v1/host/cache/k"),
+        (Method::GET, "/v1/host/blob/default"),
+        (Method::GET, "/v1/host/blob/default/k"),
+        (Method::POST, "/v1/host/blob/default/presign"),
+    ] {
+        h.call(m, uri, Some(KEY_A))
+            .body("{}")
+            .send()
+            .await
+            .assert_error(501, "capability_not_provided");
+    }
+    // Signed URLs exist only where a local signer serves them.
+    h.call(Method::GET, "/v1/signed/blob/acme/main/default/k", None)
+        .send()
+        .await
+        .assert_error(404, "not_found");
+}

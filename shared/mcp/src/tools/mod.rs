@@ -74,7 +74,9 @@ fn from_domain(e: WorkspaceError, shown: &str) -> ToolOutput {
         } => version_conflict(shown, current_version, None),
         WorkspaceError::Forbidden(m) => fail(format!("Access denied. {m}")),
         WorkspaceError::Validation(m) => fail(format!("Invalid request: {m}")),
-        WorkspaceError::TooLarge { message, .. } => fail(message),
+        WorkspaceError::TooLarge { message, .. } | WorkspaceError::Capability { message, .. } => {
+            fail(message)
+        }
         WorkspaceError::Unauthenticated(m) | WorkspaceError::NotProvided(m) => fail(m),
         WorkspaceError::Internal(detail) => {
             tracing::error!(error = %detail, "tool call failed");

@@ -1,0 +1,182 @@
+//! Presigned blob URLs for stores that cannot presign (memory, embedded): signed with
+//! [`UrlSigner`] and served by this process at
+//! `/v1/signed/blob/<tenant>/<workspace>/<bucket>/<key>?…`. The scope in the path is safe
+//! to show because the signature covers it: nobody can change it without the secret.
+//!
+//! GET URLs are pinned to the version presigned (an overwrite makes them 404, as the
+//! local stores keep one version); PUT URLs carry the size limit (`max`), and the exact
+//! size (`len`) and content type (`ct`) when the client named them.
+
+use super::service::{check_content_type, no_object, too_large, BlobService};
+use super::{
+    BlobKey, BlobLimits, BlobLocation, BlobMeta, PresignMethod, PresignSpec, PresignedUrl,
+};
+use crate::capability::CapabilityCode;
+use crate::error::{Result, WorkspaceError};
+use crate::model::Millis;
+use crate::scope::Scope;
+use crate::signed_url::{SignedUrlError, UrlSigner};
+
+/// Path prefix of every locally signed blob URL.
+pub const SIGNED_BLOB_PREFIX: &str = "/v1/signed/blob/";
+
+#[derive(Debug, Clone)]
+pub struct LocalPresign {
+    pub signer: UrlSigner,
+    /// Scheme, host and port clients reach this process at (no trailing `/`).
+    pub base_url: String,
+}
+
+/// A signed request, after verification.
+pub enum SignedOutcome {
+    Got(BlobMeta, Vec<u8>),
+    Put(BlobMeta),
+}
+
+fn path_of(loc: &BlobLocation) -> String {
+    format!(
+        "{SIGNED_BLOB_PREFIX}{}/{}/{}/{}",
+        loc.scope.tenant,
+        loc.scope.workspace,
+        loc.bucket,
+        loc.key.as_str()
+    )
+}
+
+/// `<tenant>/<workspace>/<bucket>/<key>` back into its parts.
+fn parse_path(path: &str) -> Option<(Scope, String, BlobKey)> {
+    let rest = path.strip_prefix(SIGNED_BLOB_PREFIX)?;
+    let mut parts = rest.splitn(4, '/');
+    let (t, w, b, k) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    Some((
+        Scope::parse(t, w).ok()?,
+        b.to_owned(),
+        BlobKey::parse(k).ok()?,
+    ))
+}
+
+impl LocalPresign {
+    pub fn url_for(
+        &self,
+        loc: &BlobLocation,
+        spec: &PresignSpec,
+        now: Millis,
+        limits: &BlobLimits,
+    ) -> PresignedUrl {
+        let ttl_ms =
+            i64::try_from(spec.expires_in_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+        // Whole seconds, rounded down: the URL never outlives what was asked for.
+        let expires = now.saturating_add(ttl_ms).div_euclid(1000);
+        let max = limits.max_object_bytes.to_string();
+        let len = spec.content_length.map(|n| n.to_string());
+        let mut params: Vec<(&str, &str)> = Vec::new();
+        let mut headers = Vec::new();
+        match spec.method {
+            PresignMethod::Get => {
+                if let Some(v) = &spec.version_id {
+                    params.push(("v", v));
+                }
+            }
+            PresignMethod::Put => {
+                params.push(("max", &max));
+                if let Some(l) = &len {
+                    params.push(("len", l));
+                    headers.push(("content-length".to_owned(), l.clone()));
+                }
+                if let Some(ct) = &spec.content_type {
+                    params.push(("ct", ct));
+                    headers.push(("content-type".to_owned(), ct.clone()));
+                }
+            }
+        }
+        let path = path_of(loc);
+        let query = self
+            .signer
+            .sign(spec.method.as_str(), &path, expires, &params);
+        PresignedUrl {
+            url: format!("{}{path}?{query}", self.base_url),
+            method: spec.method,
+            expires_at: expires.saturating_mul(1000),
+            headers,
+        }
+    }
+}
+
+impl BlobService {
+    /// Serves a request to a locally signed URL: the signature, then the expiry, then the
+    /// operation it allows. `query` holds the decoded query pairs.
+    pub async fn serve_signed(
+        &self,
+        method: &str,
+        path: &str,
+        query: &[(String, String)],
+        body: Vec<u8>,
+        content_type: Option<&str>,
+    ) -> Result<SignedOutcome> {
+        let invalid = || {
+            WorkspaceError::Forbidden(
+                "the signed URL is not valid (altered, or not issued by this server)".to_owned(),
+            )
+        };
+        let local = self
+            .local
+            .as_ref()
+            .ok_or_else(|| WorkspaceError::not_found("this deployment serves no signed URLs"))?;
+        let params = match local
+            .signer
+            .verify(method, path, query, self.clock.now_ms())
+        {
+            Ok(p) => p,
+            Err(SignedUrlError::Invalid) => return Err(invalid()),
+            Err(SignedUrlError::Expired { expires_at }) => {
+                return Err(CapabilityCode::BlobPresignExpired.error(format!(
+                    "the presigned URL expired at {}",
+                    crate::model::format_time(expires_at.saturating_mul(1000))
+                )))
+            }
+        };
+        let (scope, bucket, key) = parse_path(path).ok_or_else(invalid)?;
+        let loc = BlobLocation {
+            scope,
+            bucket: self.bucket(&bucket)?,
+            key,
+        };
+        match method {
+            "GET" => {
+                let version = params.get("v").map(String::as_str);
+                let (meta, bytes) = self
+                    .store
+                    .get(&loc, version)
+                    .await?
+                    .ok_or_else(|| no_object(&loc))?;
+                Ok(SignedOutcome::Got(meta, bytes))
+            }
+            "PUT" => {
+                let size = body.len() as u64;
+                let max = params
+                    .get("max")
+                    .and_then(|m| m.parse::<u64>().ok())
+                    .unwrap_or(self.limits.max_object_bytes)
+                    .min(self.limits.max_object_bytes);
+                if size > max {
+                    return Err(too_large(size, max));
+                }
+                if params.get("len").is_some_and(|l| *l != size.to_string()) {
+                    return Err(WorkspaceError::Forbidden(
+                        "the body size is not the contentLength this URL was signed for".to_owned(),
+                    ));
+                }
+                let ct = content_type.unwrap_or("application/octet-stream");
+                if params.get("ct").is_some_and(|c| c != ct) {
+                    return Err(WorkspaceError::Forbidden(
+                        "the Content-Type is not the one this URL was signed for".to_owned(),
+                    ));
+                }
+                check_content_type(ct)?;
+                let meta = self.store.put(&loc, body, ct, self.clock.now_ms()).await?;
+                Ok(SignedOutcome::Put(meta))
+            }
+            _ => Err(invalid()),
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! Cache and blob adapters (RFC 0019) in the same redb file. Keys start with the scope's
+//! `t/<tenant>/w/<workspace>/` prefix like every other table's.
+//!
+//! Tables:
+//! - `cache`:      prefix + `cache/` + key  → CacheEntry (JSON)
+//! - `blob_meta`:  blob storage key         → BlobMeta (JSON)
+//! - `blob_bytes`: blob storage key         → bytes
+//!
+//! Meta and bytes of an object change in one write transaction. One version per key: a
+//! pinned read of an overwritten version finds nothing.
+
+use super::{db_err, decode, encode, EmbeddedStore};
+use async_trait::async_trait;
+use redb::{ReadableDatabase, TableDefinition, WriteTransaction};
+use workspace_core::blob::{
+    bucket_prefix, content_etag, BlobKey, BlobLocation, BlobMeta, BlobStore,
+};
+use workspace_core::cache::{CacheEntry, CacheKey, CacheStore};
+use workspace_core::model::Millis;
+use workspace_core::ports::{IdSource, RandomIds};
+use workspace_core::{PathPrefix, Result, Scope};
+
+const CACHE: TableDefinition<&str, &[u8]> = TableDefinition::new("cache");
+const BLOB_META: TableDefinition<&str, &[u8]> = TableDefinition::new("blob_meta");
+const BLOB_BYTES: TableDefinition<&str, &[u8]> = TableDefinition::new("blob_bytes");
+
+/// Creates the tables at open, so readers never meet a missing one.
+pub(crate) fn create_tables(txn: &WriteTransaction) -> Result<()> {
+    txn.open_table(CACHE).map_err(db_err)?;
+    txn.open_table(BLOB_META).map_err(db_err)?;
+    txn.open_table(BLOB_BYTES).map_err(db_err)?;
+    Ok(())
+}
+
+fn cache_key(scope: &Scope, key: &CacheKey) -> String {
+    format!("{}cache/{}", scope.key_prefix(), key.as_str())
+}
+
+#[async_trait]
+impl CacheStore for EmbeddedStore {
+    async fn put(&self, scope: &Scope, key: &CacheKey, entry: CacheEntry) -> Result<()> {
+        let k = cache_key(scope, key);
+        let v = encode(&entry)?;
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            txn.open_table(CACHE)
+                .map_err(db_err)?
+                .insert(k.as_str(), v.as_slice())
+                .map_err(db_err)?;
+            txn.commit().map_err(db_err)
+        })
+        .await
+    }
+
+    async fn get(&self, scope: &Scope, key: &CacheKey) -> Result<Option<CacheEntry>> {
+        let k = cache_key(scope, key);
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let table = txn.open_table(CACHE).map_err(db_err)?;
+            let found = table.get(k.as_str()).map_err(db_err)?;
+            found.map(|v| decode(v.value())).transpose()
+        })
+        .await
+    }
+
+    async fn delete(&self, scope: &Scope, key: &CacheKey) -> Result<()> {
+        let k = cache_key(scope, key);
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            txn.open_table(CACHE)
+                .map_err(db_err)?
+                .remove(k.as_str())
+                .map_err(db_err)?;
+            txn.commit().map_err(db_err)
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl BlobStore for EmbeddedStore {
+    async fn put(
+        &self,
+        loc: &BlobLocation,
+        bytes: Vec<u8>,
+        content_type: &str,
+        now: Millis,
+    ) -> Result<BlobMeta> {
+        let meta = BlobMeta {
+            key: loc.key.as_str().to_owned(),
+            size: bytes.len() as u64,
+            etag: content_etag(&bytes),
+            content_type: content_type.to_owned(),
+            updated_at: now,
+            version_id: RandomIds.new_id(),
+        };
+        let k = loc.storage_key();
+        let m = encode(&meta)?;
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            {
+                let mut metas = txn.open_table(BLOB_META).map_err(db_err)?;
+                metas.insert(k.as_str(), m.as_slice()).map_err(db_err)?;
+                let mut data = txn.open_table(BLOB_BYTES).map_err(db_err)?;
+                data.insert(k.as_str(), bytes.as_slice()).map_err(db_err)?;
+            }
+            txn.commit().map_err(db_err)
+        })
+        .await?;
+        Ok(meta)
+    }
+
+    async fn get(
+        &self,
+        loc: &BlobLocation,
+        version_id: Option<&str>,
+    ) -> Result<Option<(BlobMeta, Vec<u8>)>> {
+        let k = loc.storage_key();
+        let version = version_id.map(str::to_owned);
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let metas = txn.open_table(BLOB_META).map_err(db_err)?;
+            let Some(m) = metas.get(k.as_str()).map_err(db_err)? else {
+                return Ok(None);
+            };
+            let meta: BlobMeta = decode(m.value())?;
+            if version.is_some_and(|v| v != meta.version_id) {
+                return Ok(None);
+            }
+            let data = txn.open_table(BLOB_BYTES).map_err(db_err)?;
+            let found = data.get(k.as_str()).map_err(db_err)?;
+            Ok(found.map(|b| (meta, b.value().to_vec())))
+        })
+        .await
+    }
+
+    async fn head(&self, loc: &BlobLocation) -> Result<Option<BlobMeta>> {
+        let k = loc.storage_key();
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let metas = txn.open_table(BLOB_META).map_err(db_err)?;
+            let found = metas.get(k.as_str()).map_err(db_err)?;
+            found.map(|v| decode(v.value())).transpose()
+        })
+        .await
+    }
+
+    async fn delete(&self, loc: &BlobLocation) -> Result<()> {
+        let k = loc.storage_key();
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            {
+                txn.open_table(BLOB_META)
+                    .map_err(db_err)?
+                    .remove(k.as_str())
+                    .map_err(db_err)?;
+                txn.open_table(BLOB_BYTES)
+                    .map_err(db_err)?
+                    .remove(k.as_str())
+                    .map_err(db_err)?;
+            }
+            txn.commit().map_err(db_err)
+        })
+        .await
+    }
+
+    async fn list(
+        &self,
+        scope: &Scope,
+        bucket: &str,
+        prefix: &PathPrefix,
+        after: Option<&BlobKey>,
+        limit: usize,
+    ) -> Result<Vec<BlobMeta>> {
+        let base = bucket_prefix(scope, bucket);
+        let wanted = format!("{base}{}", prefix.as_str());
+        let start = match after {
+            Some(a) if a.as_str() >= prefix.as_str() => format!("{base}{}", a.as_str()),
+            _ => wanted.clone(),
+        };
+        let skip = after.map(|a| format!("{base}{}", a.as_str()));
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let metas = txn.open_table(BLOB_META).map_err(db_err)?;
+            let mut out = Vec::new();
+            for item in metas.range(start.as_str()..).map_err(db_err)? {
+                let (k, v) = item.map_err(db_err)?;
+                let k = k.value();
+                if !k.starts_with(&wanted) {
+                    break;
+                }
+                if skip.as_deref() == Some(k) {
+                    continue;
+                }
+                out.push(decode(v.value())?);
+                if out.len() >= limit {
+                    break;
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+}

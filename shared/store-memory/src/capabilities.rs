@@ -1,0 +1,135 @@
+//! In-memory cache and blob adapters (RFC 0019), keyed by full storage keys so scopes never
+//! meet. Blobs keep one version per key: a pinned read of an older version finds nothing.
+
+use async_trait::async_trait;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use workspace_core::blob::{
+    bucket_prefix, content_etag, BlobKey, BlobLocation, BlobMeta, BlobStore,
+};
+use workspace_core::cache::{CacheEntry, CacheKey, CacheStore};
+use workspace_core::model::Millis;
+use workspace_core::ports::{IdSource, RandomIds};
+use workspace_core::{PathPrefix, Result, Scope, WorkspaceError};
+
+fn poisoned<T>(_: T) -> WorkspaceError {
+    WorkspaceError::internal("memory store lock poisoned")
+}
+
+/// Cache entries in memory: `<scope prefix>cache/<key>` → entry.
+#[derive(Default, Clone)]
+pub struct MemoryCache {
+    entries: Arc<Mutex<HashMap<String, CacheEntry>>>,
+}
+
+fn cache_key(scope: &Scope, key: &CacheKey) -> String {
+    format!("{}cache/{}", scope.key_prefix(), key.as_str())
+}
+
+#[async_trait]
+impl CacheStore for MemoryCache {
+    async fn put(&self, scope: &Scope, key: &CacheKey, entry: CacheEntry) -> Result<()> {
+        self.entries
+            .lock()
+            .map_err(poisoned)?
+            .insert(cache_key(scope, key), entry);
+        Ok(())
+    }
+
+    async fn get(&self, scope: &Scope, key: &CacheKey) -> Result<Option<CacheEntry>> {
+        Ok(self
+            .entries
+            .lock()
+            .map_err(poisoned)?
+            .get(&cache_key(scope, key))
+            .cloned())
+    }
+
+    async fn delete(&self, scope: &Scope, key: &CacheKey) -> Result<()> {
+        self.entries
+            .lock()
+            .map_err(poisoned)?
+            .remove(&cache_key(scope, key));
+        Ok(())
+    }
+}
+
+/// Storage key → (meta, bytes), sorted for listing.
+type ObjectMap = BTreeMap<String, (BlobMeta, Vec<u8>)>;
+
+/// Blobs in memory.
+#[derive(Default, Clone)]
+pub struct MemoryBlobs {
+    objects: Arc<Mutex<ObjectMap>>,
+}
+
+#[async_trait]
+impl BlobStore for MemoryBlobs {
+    async fn put(
+        &self,
+        loc: &BlobLocation,
+        bytes: Vec<u8>,
+        content_type: &str,
+        now: Millis,
+    ) -> Result<BlobMeta> {
+        let meta = BlobMeta {
+            key: loc.key.as_str().to_owned(),
+            size: bytes.len() as u64,
+            etag: content_etag(&bytes),
+            content_type: content_type.to_owned(),
+            updated_at: now,
+            version_id: RandomIds.new_id(),
+        };
+        self.objects
+            .lock()
+            .map_err(poisoned)?
+            .insert(loc.storage_key(), (meta.clone(), bytes));
+        Ok(meta)
+    }
+
+    async fn get(
+        &self,
+        loc: &BlobLocation,
+        version_id: Option<&str>,
+    ) -> Result<Option<(BlobMeta, Vec<u8>)>> {
+        Ok(self
+            .objects
+            .lock()
+            .map_err(poisoned)?
+            .get(&loc.storage_key())
+            .filter(|(m, _)| version_id.is_none_or(|v| v == m.version_id))
+            .cloned())
+    }
+
+    async fn head(&self, loc: &BlobLocation) -> Result<Option<BlobMeta>> {
+        Ok(self.get(loc, None).await?.map(|(m, _)| m))
+    }
+
+    async fn delete(&self, loc: &BlobLocation) -> Result<()> {
+        self.objects
+            .lock()
+            .map_err(poisoned)?
+            .remove(&loc.storage_key());
+        Ok(())
+    }
+
+    async fn list(
+        &self,
+        scope: &Scope,
+        bucket: &str,
+        prefix: &PathPrefix,
+        after: Option<&BlobKey>,
+        limit: usize,
+    ) -> Result<Vec<BlobMeta>> {
+        let base = bucket_prefix(scope, bucket);
+        let wanted = format!("{base}{}", prefix.as_str());
+        let guard = self.objects.lock().map_err(poisoned)?;
+        Ok(guard
+            .range(wanted.clone()..)
+            .take_while(|(k, _)| k.starts_with(&wanted))
+            .filter(|(_, (m, _))| after.is_none_or(|a| m.key.as_str() > a.as_str()))
+            .take(limit)
+            .map(|(_, (m, _))| m.clone())
+            .collect())
+    }
+}
