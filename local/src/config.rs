@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use workspace_core::redact::Redactor;
 use workspace_core::Limits;
-use workspace_http::config::{limits_from_env, redactor_from_env};
+use workspace_http::config::{limits_from_env, redactor_from_env, snapshot_ttl_ms_from_env};
 
 pub struct Config {
     pub addr: SocketAddr,
@@ -13,6 +13,8 @@ pub struct Config {
     pub redactor: Redactor,
     /// `WORKSPACE_API_KEYS`, if set.
     pub api_keys: Option<String>,
+    /// `WORKSPACE_SNAPSHOT_TTL_SECONDS`, in ms.
+    pub snapshot_ttl_ms: i64,
 }
 
 impl Config {
@@ -29,7 +31,9 @@ impl Config {
         let limits = limits_from_env(&get).map_err(|e| e.to_string())?;
         let redactor = redactor_from_env(&get).map_err(|e| e.to_string())?;
         let api_keys = get("WORKSPACE_API_KEYS").filter(|k| !k.trim().is_empty());
+        let snapshot_ttl_ms = snapshot_ttl_ms_from_env(&get).map_err(|e| e.to_string())?;
         Ok(Self {
+            snapshot_ttl_ms,
             addr,
             data_dir,
             limits,

@@ -165,7 +165,8 @@ async fn serve() -> Result<(), String> {
         Arc::new(RandomIds),
         cfg.limits,
     )
-    .with_redactor(cfg.redactor);
+    .with_redactor(cfg.redactor)
+    .with_snapshot_ttl_ms(cfg.snapshot_ttl_ms);
     let app = Arc::new(App::new(service, auth));
     let listener = tokio::net::TcpListener::bind(cfg.addr)
         .await

@@ -3,13 +3,16 @@
 //! [`harness::Backend`], and gets one `#[tokio::test]` per case, each run through the real
 //! HTTP router.
 
+pub mod binary;
 pub mod concurrency;
 pub mod files;
 pub mod harness;
+pub mod history;
 pub mod hostile;
 pub mod isolation;
 pub mod limits;
 pub mod protocol;
+pub mod snapshots;
 
 pub use harness::{Backend, Harness};
 
@@ -44,6 +47,14 @@ macro_rules! contract_tests {
             protocol::error_envelope_is_flat_everywhere,
             protocol::secrets_are_redacted_before_storage,
             protocol::read_only_credentials_read_but_never_write,
+            history::history_lists_exactly_the_retained_versions,
+            history::restore_writes_old_content_as_a_new_version,
+            history::diff_shows_added_changed_and_deleted_lines,
+            snapshots::snapshot_survives_writes_deletes_and_retention,
+            snapshots::snapshots_expire_and_release_their_versions,
+            snapshots::unknown_and_foreign_snapshot_ids_are_404,
+            snapshots::snapshots_taken_during_pruning_writes_stay_readable,
+            binary::binary_bodies_round_trip_every_byte_value,
         );
     };
     (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {

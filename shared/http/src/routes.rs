@@ -12,13 +12,20 @@ pub enum Route {
     GetFile,
     PutFile,
     DeleteFile,
+    ListVersions,
+    RestoreVersion,
+    Diff,
+    CreateSnapshot,
+    GetSnapshot,
+    DeleteSnapshot,
 }
 
 /// One row: method + API Gateway path pattern → route, and the function that serves it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteSpec {
     pub method: Method,
-    /// In API Gateway syntax; a trailing `{path+}` is greedy.
+    /// In API Gateway syntax; a trailing `{path+}` is greedy, a trailing `{id}` is one
+    /// segment.
     pub pattern: &'static str,
     pub route: Route,
     /// The package under `functions/` (and the SAM function) that serves this row.
@@ -27,6 +34,10 @@ pub struct RouteSpec {
 
 const FILES: &str = "/v1/host/workspace/files";
 const FILE: &str = "/v1/host/workspace/files/{path+}";
+const VERSIONS: &str = "/v1/host/workspace/versions/{path+}";
+const DIFF: &str = "/v1/host/workspace/diff/{path+}";
+const SNAPSHOTS: &str = "/v1/host/workspace/snapshots";
+const SNAPSHOT: &str = "/v1/host/workspace/snapshots/{id}";
 
 pub const ROUTES: &[RouteSpec] = &[
     RouteSpec {
@@ -71,6 +82,46 @@ pub const ROUTES: &[RouteSpec] = &[
         route: Route::DeleteFile,
         function: "delete",
     },
+    // History and diff only read: the read-only `get` function serves them. A restore is a
+    // write through the put path: the `put` function, which already holds those rights.
+    RouteSpec {
+        method: Method::GET,
+        pattern: VERSIONS,
+        route: Route::ListVersions,
+        function: "get",
+    },
+    RouteSpec {
+        method: Method::POST,
+        pattern: VERSIONS,
+        route: Route::RestoreVersion,
+        function: "put",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: DIFF,
+        route: Route::Diff,
+        function: "get",
+    },
+    // Snapshots touch DynamoDB only (pins on heads, snapshot records): their own function
+    // with no S3 rights at all. Reads through a snapshot go to `list` and `get`.
+    RouteSpec {
+        method: Method::POST,
+        pattern: SNAPSHOTS,
+        route: Route::CreateSnapshot,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: SNAPSHOT,
+        route: Route::GetSnapshot,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::DELETE,
+        pattern: SNAPSHOT,
+        route: Route::DeleteSnapshot,
+        function: "snapshots",
+    },
 ];
 
 /// The outcome of matching a request path against the table.
@@ -89,6 +140,12 @@ pub enum Matched<'a> {
 }
 
 fn match_pattern<'a>(pattern: &str, path: &'a str) -> Option<Option<&'a str>> {
+    if let Some(prefix) = pattern.strip_suffix("{id}") {
+        return path
+            .strip_prefix(prefix)
+            .filter(|id| !id.is_empty() && !id.contains('/'))
+            .map(Some);
+    }
     match pattern.strip_suffix("{path+}") {
         // An empty tail still matches, so `/files/` gets the path rule's 400, not a 404.
         Some(prefix) => path.strip_prefix(prefix).map(Some),
@@ -134,5 +191,17 @@ mod tests {
             match_route(&Method::POST, "/v1/host/workspace/files/a"),
             Matched::MethodNotAllowed { .. }
         ));
+        let m = match_route(&Method::GET, "/v1/host/workspace/snapshots/abc");
+        assert!(
+            matches!(m, Matched::Route { spec, tail: Some("abc") } if spec.route == Route::GetSnapshot)
+        );
+        assert_eq!(
+            match_route(&Method::GET, "/v1/host/workspace/snapshots/a/b"),
+            Matched::NotFound
+        );
+        let m = match_route(&Method::POST, "/v1/host/workspace/versions/a/b.md");
+        assert!(
+            matches!(m, Matched::Route { spec, tail: Some("a/b.md") } if spec.route == Route::RestoreVersion)
+        );
     }
 }

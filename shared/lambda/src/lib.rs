@@ -12,7 +12,7 @@ use lambda_http::{service_fn, Body, Error, RequestExt};
 use std::sync::Arc;
 use workspace_core::ports::{BodyStore, LogEvents, MetaStore, RandomIds, SystemClock};
 use workspace_core::WorkspaceService;
-use workspace_http::config::{limits_from_env, redactor_from_env};
+use workspace_http::config::{limits_from_env, redactor_from_env, snapshot_ttl_ms_from_env};
 use workspace_http::{App, PathForm, RouteLabel};
 use workspace_store_aws::{AwsClients, DynamoMeta, S3Bodies};
 use workspace_store_embedded::EmbeddedStore;
@@ -61,7 +61,8 @@ pub async fn build_app(
         Arc::new(RandomIds),
         limits,
     )
-    .with_redactor(redactor_from_env(&get)?);
+    .with_redactor(redactor_from_env(&get)?)
+    .with_snapshot_ttl_ms(snapshot_ttl_ms_from_env(&get)?);
     let claims = identity::ClaimNames::from_env(&get);
     let mut app = App::new(service, Arc::new(identity::AuthorizerClaims::new(claims)));
     app.function = Some(function);

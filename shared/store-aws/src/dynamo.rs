@@ -7,9 +7,15 @@
 //! 3. when a live file appears, add 1 to the workspace counter on condition it is below
 //!    `maxFiles` (→ `TooManyFiles`); a delete subtracts 1;
 //! 4. put the idempotency record unless a live one exists (→ `KeyUsed`);
-//! 5. delete the version item that falls out of the retention window. Its S3 body is
-//!    removed off the request path by the stream publisher, which sees the REMOVE with the
-//!    old image (so `pruned` is always empty here).
+//! 5. delete the version item that falls out of the retention window, unless the new
+//!    head's pins name it (a live snapshot holds it), and the items `Commit::released`
+//!    lets go (pins that ended). Their S3 bodies are removed off the request path by the
+//!    stream publisher, which sees the REMOVE with the old image (so `pruned` is always
+//!    empty here); a kept item therefore keeps its body.
+//!
+//! Pins (run snapshots) change the head with `set_pins`, under the same compare-and-swap
+//! on (`seq`, `pinRev`) that step 1 checks; see `workspace_core::service::snapshots` for
+//! why a pin and a pruning commit can never both succeed on stale state.
 //!
 //! Failure interleavings: the S3 body is written before this commit; if the commit fails
 //! or the process dies between the two, the body is an orphan no version item points to,
@@ -20,9 +26,12 @@ use crate::keys;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, Put, ReturnValue, TransactWriteItem, Update,
+};
 use aws_sdk_dynamodb::Client;
-use workspace_core::model::{Head, IdempotencyRecord, VersionRecord};
+use std::collections::HashMap;
+use workspace_core::model::{Head, IdempotencyRecord, Pin, Snapshot, VersionRecord};
 use workspace_core::ports::{Commit, CommitOutcome, Expect, MetaStore};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
@@ -79,23 +88,25 @@ impl DynamoMeta {
 }
 
 fn head_condition(expect: Expect) -> (String, Vec<(&'static str, AttributeValue)>) {
-    match expect {
-        Expect::Absent => ("attribute_not_exists(pk)".into(), vec![]),
-        Expect::Live(seq) => (
-            "seq = :expected_seq AND deleted = :false".into(),
-            vec![
-                (":expected_seq", n(seq)),
-                (":false", AttributeValue::Bool(false)),
-            ],
-        ),
-        Expect::Deleted(seq) => (
-            "seq = :expected_seq AND deleted = :true".into(),
-            vec![
-                (":expected_seq", n(seq)),
-                (":true", AttributeValue::Bool(true)),
-            ],
-        ),
-    }
+    let (seq, pin_rev, deleted) = match expect {
+        Expect::Absent => return ("attribute_not_exists(pk)".into(), vec![]),
+        Expect::Live { seq, pin_rev } => (seq, pin_rev, false),
+        Expect::Deleted { seq, pin_rev } => (seq, pin_rev, true),
+    };
+    // Items written before pins existed have no pinRev: that is revision 0.
+    let rev = if pin_rev == 0 {
+        "(attribute_not_exists(pinRev) OR pinRev = :expected_rev)"
+    } else {
+        "pinRev = :expected_rev"
+    };
+    (
+        format!("seq = :expected_seq AND deleted = :deleted AND {rev}"),
+        vec![
+            (":expected_seq", n(seq)),
+            (":expected_rev", n(pin_rev)),
+            (":deleted", AttributeValue::Bool(deleted)),
+        ],
+    )
 }
 
 /// Which part of a transaction a cancellation reason points at.
@@ -257,11 +268,18 @@ impl MetaStore for DynamoMeta {
             parts.push(Part::Idempotency);
         }
 
-        if c.retain_from_seq > 1 {
+        let pinned = |seq: u64| c.head.pins.iter().any(|p| p.seq == seq);
+        let mut doomed: Vec<u64> = c.released.clone();
+        if c.retain_from_seq > 1 && !pinned(c.retain_from_seq - 1) {
+            doomed.push(c.retain_from_seq - 1);
+        }
+        doomed.sort_unstable();
+        doomed.dedup();
+        for seq in doomed {
             let del = Delete::builder()
                 .table_name(&self.table)
                 .key("pk", s(pk.clone()))
-                .key("sk", s(keys::version_sk(path, c.retain_from_seq - 1)))
+                .key("sk", s(keys::version_sk(path, seq)))
                 .build()
                 .map_err(aws_err)?;
             ops.push(TransactWriteItem::builder().delete(del).build());
@@ -311,5 +329,173 @@ impl MetaStore for DynamoMeta {
             },
             Err(e) => Err(aws_err(e)),
         }
+    }
+
+    async fn list_versions(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<VersionRecord>> {
+        let path = path.as_str();
+        let hi = match before {
+            Some(0) => return Ok(Vec::new()),
+            Some(b) => b - 1,
+            None => u64::MAX,
+        };
+        let mut out = Vec::new();
+        let mut start = None;
+        // One Query, newest first; a second only when DynamoDB's 1 MB page cut it short.
+        loop {
+            let res = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+                .expression_attribute_values(":pk", s(keys::partition(scope)))
+                .expression_attribute_values(":lo", s(keys::version_sk(path, 0)))
+                .expression_attribute_values(":hi", s(keys::version_sk(path, hi)))
+                .scan_index_forward(false)
+                .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(aws_err)?;
+            for item in res.items() {
+                out.push(items::version_from(item)?);
+            }
+            match res.last_evaluated_key {
+                Some(k) if out.len() < limit => start = Some(k),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    async fn set_pins(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        expect: Expect,
+        pins: Vec<Pin>,
+        must_exist: Option<u64>,
+    ) -> Result<bool> {
+        let pk = keys::partition(scope);
+        let rev = match expect {
+            Expect::Absent => return Ok(false),
+            Expect::Live { pin_rev, .. } | Expect::Deleted { pin_rev, .. } => pin_rev,
+        };
+        let (cond, values) = head_condition(expect);
+        let values: HashMap<String, AttributeValue> = values
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .chain([
+                (":pins".to_owned(), s(items::pins_json(&pins))),
+                (":rev".to_owned(), n(rev + 1)),
+            ])
+            .collect();
+        let head_key = keys::head_sk(path.as_str());
+        const SET: &str = "SET pins = :pins, pinRev = :rev";
+        match must_exist {
+            // The head alone: its own version item cannot be pruned while it is the head.
+            None => {
+                let res = self
+                    .client
+                    .update_item()
+                    .table_name(&self.table)
+                    .key("pk", s(pk))
+                    .key("sk", s(head_key))
+                    .update_expression(SET)
+                    .condition_expression(cond)
+                    .set_expression_attribute_values(Some(values))
+                    .send()
+                    .await;
+                match res {
+                    Ok(_) => Ok(true),
+                    Err(e)
+                        if e.as_service_error()
+                            .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+                    {
+                        Ok(false)
+                    }
+                    Err(e) => Err(aws_err(e)),
+                }
+            }
+            // An older item: it must still be there when the pin lands.
+            Some(seq) => {
+                let check = ConditionCheck::builder()
+                    .table_name(&self.table)
+                    .key("pk", s(pk.clone()))
+                    .key("sk", s(keys::version_sk(path.as_str(), seq)))
+                    .condition_expression("attribute_exists(pk)")
+                    .build()
+                    .map_err(aws_err)?;
+                let upd = Update::builder()
+                    .table_name(&self.table)
+                    .key("pk", s(pk))
+                    .key("sk", s(head_key))
+                    .update_expression(SET)
+                    .condition_expression(cond)
+                    .set_expression_attribute_values(Some(values))
+                    .build()
+                    .map_err(aws_err)?;
+                let res = self
+                    .client
+                    .transact_write_items()
+                    .transact_items(TransactWriteItem::builder().condition_check(check).build())
+                    .transact_items(TransactWriteItem::builder().update(upd).build())
+                    .send()
+                    .await;
+                match res {
+                    Ok(_) => Ok(true),
+                    Err(e)
+                        if e.as_service_error()
+                            .is_some_and(|se| se.is_transaction_canceled_exception()) =>
+                    {
+                        Ok(false)
+                    }
+                    Err(e) => Err(aws_err(e)),
+                }
+            }
+        }
+    }
+
+    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
+        let item = items::snapshot_item(
+            scope,
+            keys::partition(scope),
+            keys::snapshot_sk(&snapshot.id),
+            snapshot,
+        )?;
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(aws_err)?;
+        Ok(())
+    }
+
+    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
+        self.get_item(keys::partition(scope), keys::snapshot_sk(id))
+            .await?
+            .map(|i| items::snapshot_from(&i))
+            .transpose()
+    }
+
+    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(keys::partition(scope)))
+            .key("sk", s(keys::snapshot_sk(id)))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(aws_err)?;
+        Ok(out.attributes.is_some())
     }
 }
