@@ -61,10 +61,30 @@ struct Window {
 }
 
 impl Window {
+    fn retain_from(&self, head: &Head) -> u64 {
+        (head.seq + 1).saturating_sub(self.max_versions).max(1)
+    }
+
     /// Whether version item `seq` can still exist under `head`.
     fn may_hold(&self, head: &Head, seq: u64) -> bool {
-        let retain_from = (head.seq + 1).saturating_sub(self.max_versions).max(1);
-        seq >= retain_from || head.pins.iter().any(|p| p.seq == seq)
+        seq >= self.retain_from(head) || head.pins.iter().any(|p| p.seq == seq)
+    }
+
+    /// `pins` without the ended ones nothing depends on, so a file that is never written
+    /// again does not collect pins: an ended pin inside the retention window holds nothing,
+    /// and below it one ended pin per seq is enough to have the next commit release it.
+    fn tidy(&self, head: &Head, pins: Vec<Pin>, now: Millis) -> Vec<Pin> {
+        let retain_from = self.retain_from(head);
+        let mut out: Vec<Pin> = Vec::with_capacity(pins.len());
+        for p in pins {
+            let ended = p.until <= now;
+            let dup = out.iter().any(|q| q.seq == p.seq && q.until <= now);
+            if ended && (p.seq >= retain_from || dup) {
+                continue;
+            }
+            out.push(p);
+        }
+        out
     }
 }
 
@@ -76,7 +96,7 @@ async fn pin_file(
     scope: Scope,
     listed: Head,
     id: String,
-    until: Millis,
+    (now, until): (Millis, Millis),
     window: Window,
 ) -> Result<Option<Head>> {
     let path = FilePath::parse(&listed.path)?;
@@ -88,7 +108,7 @@ async fn pin_file(
         if !window.may_hold(h, listed.seq) {
             return Ok(None);
         }
-        let mut pins = h.pins.clone();
+        let mut pins = window.tidy(h, h.pins.clone(), now);
         pins.push(Pin {
             seq: listed.seq,
             snapshot: id.clone(),
@@ -109,7 +129,14 @@ async fn pin_file(
 }
 
 /// Sets `until = 0` on `id`'s pins of one path, so the next commit releases what they held.
-async fn end_pins(meta: Arc<dyn MetaStore>, scope: Scope, path: String, id: String) -> Result<()> {
+async fn end_pins(
+    meta: Arc<dyn MetaStore>,
+    scope: Scope,
+    path: String,
+    id: String,
+    now: Millis,
+    window: Window,
+) -> Result<()> {
     let path = FilePath::parse(&path)?;
     for _ in 0..PIN_ATTEMPTS {
         let Some(h) = meta.head(&scope, &path).await? else {
@@ -130,6 +157,7 @@ async fn end_pins(meta: Arc<dyn MetaStore>, scope: Scope, path: String, id: Stri
                 }
             })
             .collect();
+        let pins = window.tidy(&h, pins, now);
         if meta
             .set_pins(&scope, &path, Expect::of(Some(&h)), pins, None)
             .await?
@@ -208,7 +236,7 @@ impl WorkspaceService {
                     scope.clone(),
                     h.clone(),
                     id.clone(),
-                    until,
+                    (now, until),
                     window,
                 ));
             }
@@ -239,7 +267,7 @@ impl WorkspaceService {
                     scope.clone(),
                     current,
                     id.clone(),
-                    until,
+                    (now, until),
                     window,
                 )
                 .await?;
@@ -276,6 +304,10 @@ impl WorkspaceService {
         if !self.meta.delete_snapshot(&who.scope, id).await? {
             return Err(unknown(id));
         }
+        let now = self.clock.now_ms();
+        let window = Window {
+            max_versions: self.limits.max_versions,
+        };
         // Best effort: a pin left behind still ends at the snapshot's expiry.
         for chunk in snapshot.files.chunks(PIN_CONCURRENCY) {
             let mut tasks = tokio::task::JoinSet::new();
@@ -285,6 +317,8 @@ impl WorkspaceService {
                     who.scope.clone(),
                     f.path.clone(),
                     id.to_owned(),
+                    now,
+                    window,
                 ));
             }
             while let Some(done) = tasks.join_next().await {
@@ -365,5 +399,67 @@ impl WorkspaceService {
             meta: file.meta(),
             content,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(seq: u64, pins: Vec<Pin>) -> Head {
+        Head {
+            path: "a".into(),
+            lineage: "l".into(),
+            version: seq,
+            seq,
+            etag: String::new(),
+            size: 0,
+            content_type: String::new(),
+            updated_at: 0,
+            deleted: false,
+            body: None,
+            sha256: String::new(),
+            pins,
+            pin_rev: 0,
+        }
+    }
+
+    fn pin(seq: u64, snapshot: &str, until: Millis) -> Pin {
+        Pin {
+            seq,
+            snapshot: snapshot.into(),
+            until,
+        }
+    }
+
+    #[test]
+    fn tidy_keeps_live_pins_and_one_ended_pin_per_seq_below_the_window() {
+        let w = Window { max_versions: 3 };
+        let pins = vec![
+            pin(10, "live", 100),
+            pin(10, "ended-in-window", 0),
+            pin(2, "ended-a", 0),
+            pin(2, "ended-b", 5),
+            pin(1, "live-below", 100),
+        ];
+        let h = head(10, pins.clone());
+        let kept = w.tidy(&h, pins, 50);
+        assert_eq!(
+            kept,
+            vec![
+                pin(10, "live", 100),
+                pin(2, "ended-a", 0),
+                pin(1, "live-below", 100)
+            ]
+        );
+        assert!(w.may_hold(&h, 8) && w.may_hold(&h, 2) && !w.may_hold(&h, 3));
+    }
+
+    #[test]
+    fn snapshot_ids_are_checked() {
+        assert!(check_id("0123abcdef").is_ok());
+        for bad in ["", "a/b", "..", "a%2F", &"x".repeat(129)] {
+            assert!(check_id(bad).is_err(), "{bad}");
+        }
     }
 }
