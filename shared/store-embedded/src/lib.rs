@@ -319,12 +319,24 @@ impl MetaStore for EmbeddedStore {
     }
 
     async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
-        let key = format!("{}{}", scope.key_prefix(), snapshot.id);
+        let prefix = scope.key_prefix();
+        let key = format!("{prefix}{}", snapshot.id);
         let value = encode(snapshot)?;
+        let now = snapshot.created_at;
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(db_err)?;
             {
                 let mut t = txn.open_table(SNAPSHOTS).map_err(db_err)?;
+                // No TTL here (DynamoDB has one): drop the scope's expired records now.
+                let end = format!("{prefix}\u{10ffff}");
+                let expired = t
+                    .extract_from_if(prefix.as_str()..end.as_str(), |_, v| {
+                        decode::<Snapshot>(v).is_ok_and(|s| s.expires_at <= now)
+                    })
+                    .map_err(db_err)?;
+                for item in expired {
+                    item.map_err(db_err)?;
+                }
                 t.insert(key.as_str(), value.as_slice()).map_err(db_err)?;
             }
             txn.commit().map_err(db_err)

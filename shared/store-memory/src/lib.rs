@@ -171,11 +171,11 @@ impl MetaStore for MemoryMeta {
     }
 
     async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
-        self.lock()?
-            .entry(scope.clone())
-            .or_default()
-            .snapshots
-            .insert(snapshot.id.clone(), snapshot.clone());
+        let mut guard = self.lock()?;
+        let snapshots = &mut guard.entry(scope.clone()).or_default().snapshots;
+        // No TTL here (DynamoDB has one): drop the scope's expired records now.
+        snapshots.retain(|_, s| s.expires_at > snapshot.created_at);
+        snapshots.insert(snapshot.id.clone(), snapshot.clone());
         Ok(())
     }
 
