@@ -54,6 +54,7 @@ macro_rules! contract_tests {
             snapshots::snapshots_expire_and_release_their_versions,
             snapshots::unknown_and_foreign_snapshot_ids_are_404,
             snapshots::snapshots_taken_during_pruning_writes_stay_readable,
+            snapshots::pins_and_commits_compare_and_swap_on_the_head,
             binary::binary_bodies_round_trip_every_byte_value,
         );
     };
