@@ -11,6 +11,7 @@ pub mod history;
 pub mod hostile;
 pub mod isolation;
 pub mod limits;
+pub mod pins;
 pub mod protocol;
 pub mod snapshots;
 
@@ -53,8 +54,8 @@ macro_rules! contract_tests {
             snapshots::snapshot_survives_writes_deletes_and_retention,
             snapshots::snapshots_expire_and_release_their_versions,
             snapshots::unknown_and_foreign_snapshot_ids_are_404,
-            snapshots::snapshots_taken_during_pruning_writes_stay_readable,
-            snapshots::pins_and_commits_compare_and_swap_on_the_head,
+            pins::snapshots_taken_during_pruning_writes_stay_readable,
+            pins::pins_and_commits_compare_and_swap_on_the_head,
             binary::binary_bodies_round_trip_every_byte_value,
         );
     };

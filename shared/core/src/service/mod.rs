@@ -25,6 +25,7 @@ use crate::scope::{Identity, Scope};
 use std::sync::Arc;
 
 mod history;
+mod pins;
 mod read;
 mod snapshots;
 mod write;
