@@ -26,11 +26,8 @@ use crate::keys;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, Put, ReturnValue, TransactWriteItem, Update,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
-use std::collections::HashMap;
 use workspace_core::model::{Head, IdempotencyRecord, Pin, Snapshot, VersionRecord};
 use workspace_core::ports::{Commit, CommitOutcome, Expect, MetaStore};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
@@ -40,8 +37,8 @@ const IDEMPOTENCY_TTL_SECS: i64 = 2 * 24 * 60 * 60;
 
 #[derive(Clone)]
 pub struct DynamoMeta {
-    client: Client,
-    table: String,
+    pub(crate) client: Client,
+    pub(crate) table: String,
 }
 
 pub(crate) fn aws_err(e: impl std::error::Error) -> WorkspaceError {
@@ -64,7 +61,7 @@ impl DynamoMeta {
         }
     }
 
-    async fn get_item(&self, pk: String, sk: String) -> Result<Option<Item>> {
+    pub(crate) async fn get_item(&self, pk: String, sk: String) -> Result<Option<Item>> {
         let out = self
             .client
             .get_item()
@@ -87,7 +84,7 @@ impl DynamoMeta {
     }
 }
 
-fn head_condition(expect: Expect) -> (String, Vec<(&'static str, AttributeValue)>) {
+pub(crate) fn head_condition(expect: Expect) -> (String, Vec<(&'static str, AttributeValue)>) {
     let (seq, pin_rev, deleted) = match expect {
         Expect::Absent => return ("attribute_not_exists(pk)".into(), vec![]),
         Expect::Live { seq, pin_rev } => (seq, pin_rev, false),
@@ -338,39 +335,7 @@ impl MetaStore for DynamoMeta {
         before: Option<u64>,
         limit: usize,
     ) -> Result<Vec<VersionRecord>> {
-        let path = path.as_str();
-        let hi = match before {
-            Some(0) => return Ok(Vec::new()),
-            Some(b) => b - 1,
-            None => u64::MAX,
-        };
-        let mut out = Vec::new();
-        let mut start = None;
-        // One Query, newest first; a second only when DynamoDB's 1 MB page cut it short.
-        loop {
-            let res = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
-                .expression_attribute_values(":pk", s(keys::partition(scope)))
-                .expression_attribute_values(":lo", s(keys::version_sk(path, 0)))
-                .expression_attribute_values(":hi", s(keys::version_sk(path, hi)))
-                .scan_index_forward(false)
-                .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(aws_err)?;
-            for item in res.items() {
-                out.push(items::version_from(item)?);
-            }
-            match res.last_evaluated_key {
-                Some(k) if out.len() < limit => start = Some(k),
-                _ => return Ok(out),
-            }
-        }
+        self.query_versions(scope, path, before, limit).await
     }
 
     async fn set_pins(
@@ -381,121 +346,19 @@ impl MetaStore for DynamoMeta {
         pins: Vec<Pin>,
         must_exist: Option<u64>,
     ) -> Result<bool> {
-        let pk = keys::partition(scope);
-        let rev = match expect {
-            Expect::Absent => return Ok(false),
-            Expect::Live { pin_rev, .. } | Expect::Deleted { pin_rev, .. } => pin_rev,
-        };
-        let (cond, values) = head_condition(expect);
-        let values: HashMap<String, AttributeValue> = values
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .chain([
-                (":pins".to_owned(), s(items::pins_json(&pins))),
-                (":rev".to_owned(), n(rev + 1)),
-            ])
-            .collect();
-        let head_key = keys::head_sk(path.as_str());
-        const SET: &str = "SET pins = :pins, pinRev = :rev";
-        match must_exist {
-            // The head alone: its own version item cannot be pruned while it is the head.
-            None => {
-                let res = self
-                    .client
-                    .update_item()
-                    .table_name(&self.table)
-                    .key("pk", s(pk))
-                    .key("sk", s(head_key))
-                    .update_expression(SET)
-                    .condition_expression(cond)
-                    .set_expression_attribute_values(Some(values))
-                    .send()
-                    .await;
-                match res {
-                    Ok(_) => Ok(true),
-                    Err(e)
-                        if e.as_service_error()
-                            .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-                    {
-                        Ok(false)
-                    }
-                    Err(e) => Err(aws_err(e)),
-                }
-            }
-            // An older item: it must still be there when the pin lands.
-            Some(seq) => {
-                let check = ConditionCheck::builder()
-                    .table_name(&self.table)
-                    .key("pk", s(pk.clone()))
-                    .key("sk", s(keys::version_sk(path.as_str(), seq)))
-                    .condition_expression("attribute_exists(pk)")
-                    .build()
-                    .map_err(aws_err)?;
-                let upd = Update::builder()
-                    .table_name(&self.table)
-                    .key("pk", s(pk))
-                    .key("sk", s(head_key))
-                    .update_expression(SET)
-                    .condition_expression(cond)
-                    .set_expression_attribute_values(Some(values))
-                    .build()
-                    .map_err(aws_err)?;
-                let res = self
-                    .client
-                    .transact_write_items()
-                    .transact_items(TransactWriteItem::builder().condition_check(check).build())
-                    .transact_items(TransactWriteItem::builder().update(upd).build())
-                    .send()
-                    .await;
-                match res {
-                    Ok(_) => Ok(true),
-                    Err(e)
-                        if e.as_service_error()
-                            .is_some_and(|se| se.is_transaction_canceled_exception()) =>
-                    {
-                        Ok(false)
-                    }
-                    Err(e) => Err(aws_err(e)),
-                }
-            }
-        }
+        self.update_pins(scope, path, expect, pins, must_exist)
+            .await
     }
 
     async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
-        let item = items::snapshot_item(
-            scope,
-            keys::partition(scope),
-            keys::snapshot_sk(&snapshot.id),
-            snapshot,
-        )?;
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(aws_err)?;
-        Ok(())
+        self.put_snapshot_item(scope, snapshot).await
     }
 
     async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
-        self.get_item(keys::partition(scope), keys::snapshot_sk(id))
-            .await?
-            .map(|i| items::snapshot_from(&i))
-            .transpose()
+        self.get_snapshot_item(scope, id).await
     }
 
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
-        let out = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .key("pk", s(keys::partition(scope)))
-            .key("sk", s(keys::snapshot_sk(id)))
-            .return_values(ReturnValue::AllOld)
-            .send()
-            .await
-            .map_err(aws_err)?;
-        Ok(out.attributes.is_some())
+        self.delete_snapshot_item(scope, id).await
     }
 }

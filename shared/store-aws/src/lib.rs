@@ -4,6 +4,7 @@
 
 pub mod calls;
 pub mod dynamo;
+mod dynamo_pins;
 pub mod events;
 pub mod items;
 pub mod keys;
