@@ -266,3 +266,31 @@ pub async fn diff_shows_added_changed_and_deleted_lines(h: Harness) {
         .await
         .assert_error(404, "not_found");
 }
+
+/// The hostile-path corpus on the history, restore and diff routes: 400, nothing changed.
+pub async fn hostile_paths_on_history_restore_and_diff_are_400(h: Harness) {
+    h.put(KEY_A, "x", "keep").await.assert_ok();
+    h.put(KEY_A, "a/b", "keep").await.assert_ok();
+    let before = h.state(KEY_A).await;
+    for p in crate::protocol::bad_uri_paths() {
+        for (method, uri) in [
+            (Method::GET, versions_uri(&p)),
+            (Method::POST, versions_uri(&p)),
+            (Method::GET, format!("/v1/host/workspace/diff/{p}?from=1")),
+        ] {
+            let r = h
+                .call(method.clone(), &uri, Some(KEY_A))
+                .json(&json!({ "restore": 1 }))
+                .send()
+                .await;
+            assert_eq!(
+                r.status,
+                400,
+                "{method} {uri:?}: {}",
+                String::from_utf8_lossy(&r.body)
+            );
+            r.assert_error(400, "validation_error");
+        }
+    }
+    assert_eq!(h.state(KEY_A).await, before);
+}

@@ -51,6 +51,7 @@ macro_rules! contract_tests {
             history::history_lists_exactly_the_retained_versions,
             history::restore_writes_old_content_as_a_new_version,
             history::diff_shows_added_changed_and_deleted_lines,
+            history::hostile_paths_on_history_restore_and_diff_are_400,
             snapshots::snapshot_survives_writes_deletes_and_retention,
             snapshots::snapshots_expire_and_release_their_versions,
             snapshots::unknown_and_foreign_snapshot_ids_are_404,
