@@ -31,7 +31,7 @@ mod snapshots;
 mod write;
 
 pub use history::{Diff, VersionPage};
-pub use snapshots::DEFAULT_SNAPSHOT_TTL_MS;
+pub use snapshots::{DEFAULT_SNAPSHOT_TTL_MS, MAX_SNAPSHOT_RECORD_BYTES};
 
 /// Longest accepted `If-Match` / `Idempotency-Key` value.
 pub const MAX_HEADER_VALUE_LEN: usize = 255;

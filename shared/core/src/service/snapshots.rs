@@ -29,6 +29,8 @@ use crate::model::{Snapshot, SnapshotFile};
 pub const DEFAULT_SNAPSHOT_TTL_MS: Millis = 7 * 24 * 60 * 60 * 1000;
 /// Live pins one head may carry (each snapshot adds one per file): bounds the head item.
 const MAX_PINS_PER_FILE: usize = 100;
+/// Largest snapshot file list (JSON): a DynamoDB item holds 400 KB with its other fields.
+pub const MAX_SNAPSHOT_RECORD_BYTES: usize = 350_000;
 /// Files pinned side by side.
 const PIN_CONCURRENCY: usize = 16;
 
@@ -96,6 +98,19 @@ impl WorkspaceService {
         let id = self.ids.new_id();
         let until = now.saturating_add(self.snapshot_ttl_ms);
         let heads = self.all_live(scope).await?;
+        // The record is one item on DynamoDB (400 KB): refuse before pinning anything.
+        let listed: Vec<SnapshotFile> = heads.iter().map(snapshot_file).collect();
+        let record_bytes = serde_json::to_vec(&listed).map_or(usize::MAX, |v| v.len());
+        if record_bytes > MAX_SNAPSHOT_RECORD_BYTES {
+            return Err(WorkspaceError::TooLarge {
+                message: format!(
+                    "a snapshot of {} files needs a {record_bytes}-byte record; at most \
+                     {MAX_SNAPSHOT_RECORD_BYTES} bytes fit (shorter paths or fewer files)",
+                    heads.len()
+                ),
+                limit: MAX_SNAPSHOT_RECORD_BYTES as u64,
+            });
+        }
         if let Some(h) = heads
             .iter()
             .find(|h| h.pins.iter().filter(|p| p.until > now).count() >= MAX_PINS_PER_FILE)
