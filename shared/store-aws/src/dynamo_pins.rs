@@ -97,9 +97,13 @@ impl DynamoMeta {
                     .await;
                 match res {
                     Ok(_) => Ok(true),
+                    // A commit's transaction on the same head in flight is a moved head
+                    // too: the caller re-reads and retries.
                     Err(e)
-                        if e.as_service_error()
-                            .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+                        if e.as_service_error().is_some_and(|se| {
+                            se.is_conditional_check_failed_exception()
+                                || se.is_transaction_conflict_exception()
+                        }) =>
                     {
                         Ok(false)
                     }
