@@ -7,7 +7,7 @@ use workspace_core::cache::CacheLimits;
 use workspace_core::redact::Redactor;
 use workspace_core::Limits;
 use workspace_http::capability_config::{blob_limits_from_env, cache_limits_from_env};
-use workspace_http::config::{limits_from_env, redactor_from_env};
+use workspace_http::config::{limits_from_env, redactor_from_env, snapshot_ttl_ms_from_env};
 
 pub struct Config {
     pub addr: SocketAddr,
@@ -20,6 +20,8 @@ pub struct Config {
     pub cache_limits: CacheLimits,
     /// `WORKSPACE_PUBLIC_URL`: the base of presigned URLs (default `http://<listen address>`).
     pub public_url: Option<String>,
+    /// `WORKSPACE_SNAPSHOT_TTL_SECONDS`, in ms.
+    pub snapshot_ttl_ms: i64,
 }
 
 impl Config {
@@ -49,7 +51,9 @@ impl Config {
                 ))
             }
         };
+        let snapshot_ttl_ms = snapshot_ttl_ms_from_env(&get).map_err(|e| e.to_string())?;
         Ok(Self {
+            snapshot_ttl_ms,
             addr,
             data_dir,
             limits,

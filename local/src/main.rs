@@ -233,7 +233,8 @@ fn local_service(cfg: &config::Config) -> Result<(WorkspaceService, Arc<Embedded
         cfg.limits,
     )
     .with_redactor(cfg.redactor.clone())
-    .with_secrets(Arc::new(SecretFile::new(&cfg.data_dir)));
+    .with_secrets(Arc::new(SecretFile::new(&cfg.data_dir)))
+    .with_snapshot_ttl_ms(cfg.snapshot_ttl_ms);
     Ok((service, store))
 }
 

@@ -134,6 +134,35 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     assert_eq!(body(&list)["files"][0]["path"], "notes/today.md");
     let health = invoke(w, "fn-get", "health.json");
     assert_eq!(status(&health), 200, "{health}");
+
+    // History, restore and diff; snapshots (the recorded id names none: 404).
+    let restored = invoke(w, "fn-put", "restore-version.json");
+    assert_eq!(
+        (status(&restored), body(&restored)["version"].as_u64()),
+        (200, Some(2)),
+        "{restored}"
+    );
+    let history = invoke(w, "fn-get", "list-versions.json");
+    assert_eq!(status(&history), 200, "{history}");
+    assert_eq!(body(&history)["versions"][0]["version"], 2);
+    let diff = invoke(w, "fn-get", "diff.json");
+    assert_eq!(
+        (status(&diff), body(&diff)["diff"].as_str()),
+        (200, Some("")),
+        "{diff}"
+    );
+    let snap = invoke(w, "fn-snapshots", "create-snapshot.json");
+    assert_eq!(status(&snap), 201, "{snap}");
+    assert_eq!(body(&snap)["files"][0]["version"], 2);
+    for file in ["get-snapshot.json", "delete-snapshot.json"] {
+        let r = invoke(w, "fn-snapshots", file);
+        assert_eq!(
+            (status(&r), body(&r)["error"].as_str()),
+            (404, Some("not_found")),
+            "{r}"
+        );
+    }
+
     let delete = invoke(w, "fn-delete", "delete-file.json");
     assert_eq!(status(&delete), 204, "{delete}");
 

@@ -3,17 +3,21 @@
 //! [`harness::Backend`], and gets one `#[tokio::test]` per case, each run through the real
 //! HTTP router.
 
+pub mod binary;
 pub mod blob;
 pub mod cache;
 pub mod concurrency;
 pub mod files;
 pub mod harness;
+pub mod history;
 pub mod hostile;
 pub mod isolation;
 pub mod limits;
 pub mod mcp;
+pub mod pins;
 pub mod protocol;
 pub mod redaction;
+pub mod snapshots;
 
 pub use harness::{Backend, Capabilities, Harness};
 
@@ -52,6 +56,16 @@ macro_rules! contract_tests {
             mcp::mcp_writes_are_versions_redacted_and_bounded_like_put,
             mcp::mcp_acts_only_on_the_credentials_workspace,
             mcp::mcp_transport_rules,
+            history::history_lists_exactly_the_retained_versions,
+            history::restore_writes_old_content_as_a_new_version,
+            history::diff_shows_added_changed_and_deleted_lines,
+            history::hostile_paths_on_history_restore_and_diff_are_400,
+            snapshots::snapshot_survives_writes_deletes_and_retention,
+            snapshots::snapshots_expire_and_release_their_versions,
+            snapshots::unknown_and_foreign_snapshot_ids_are_404,
+            pins::snapshots_taken_during_pruning_writes_stay_readable,
+            pins::pins_and_commits_compare_and_swap_on_the_head,
+            binary::binary_bodies_round_trip_every_byte_value,
         );
     };
     (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {

@@ -36,6 +36,59 @@ pub struct Head {
     /// (one metadata read, then the body). `None` for a tombstone.
     pub body: Option<BodyRef>,
     pub sha256: String,
+    /// Snapshots' holds on version items of this path (see `service/snapshots.rs`): retention
+    /// keeps a pinned item while its pin lives. Kept on the head so that every commit, which
+    /// compare-and-swaps the head anyway, sees the pins it must respect.
+    #[serde(default)]
+    pub pins: Vec<Pin>,
+    /// Bumped by every change of `pins`; part of the head's compare-and-swap, so a commit
+    /// that read the head before a snapshot pinned it fails and re-reads.
+    #[serde(default)]
+    pub pin_rev: u64,
+}
+
+/// A snapshot's hold on version item `seq` of a path, until `until` (or until the snapshot
+/// is deleted).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pin {
+    pub seq: u64,
+    pub snapshot: String,
+    pub until: Millis,
+}
+
+/// A run snapshot: `{path → version}` of every live file at one instant (RFC 0059 §D).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub id: String,
+    pub created_at: Millis,
+    pub expires_at: Millis,
+    /// Sorted by path.
+    pub files: Vec<SnapshotFile>,
+}
+
+/// One pinned file of a snapshot: the version item `seq` holds its content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotFile {
+    pub path: String,
+    pub version: u64,
+    pub seq: u64,
+    pub etag: String,
+    pub size: u64,
+    pub content_type: String,
+    pub updated_at: Millis,
+}
+
+impl SnapshotFile {
+    pub fn meta(&self) -> FileMeta {
+        FileMeta {
+            path: self.path.clone(),
+            content_type: self.content_type.clone(),
+            version: self.version,
+            etag: self.etag.clone(),
+            size: self.size,
+            updated_at: self.updated_at,
+        }
+    }
 }
 
 impl Head {
@@ -163,6 +216,8 @@ mod tests {
             deleted: false,
             body: None,
             sha256: String::new(),
+            pins: Vec::new(),
+            pin_rev: 0,
         };
         assert_eq!(h.seq_of_version(3), Some(10));
         assert_eq!(h.seq_of_version(1), Some(8));

@@ -3,21 +3,23 @@
 //! the same behaviour.
 
 use crate::error::Result;
-use crate::model::{BodyRef, Head, IdempotencyRecord, Millis, VersionRecord};
+use crate::model::{BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, VersionRecord};
 use crate::path::{FilePath, PathPrefix};
 use crate::scope::Scope;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-/// What the head of a path must be for a commit to apply (compare-and-swap).
+/// What the head of a path must be for a commit to apply (compare-and-swap). `pin_rev`
+/// is part of it: a snapshot pinning the head in between makes the commit fail and re-read,
+/// so retention never prunes a version pinned after the head was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expect {
     /// The path has never been written in this scope.
     Absent,
-    /// The head is a live file at exactly this seq.
-    Live(u64),
-    /// The head is a tombstone at exactly this seq.
-    Deleted(u64),
+    /// The head is a live file at exactly this seq and pin revision.
+    Live { seq: u64, pin_rev: u64 },
+    /// The head is a tombstone at exactly this seq and pin revision.
+    Deleted { seq: u64, pin_rev: u64 },
 }
 
 impl Expect {
@@ -25,8 +27,14 @@ impl Expect {
     pub fn of(head: Option<&Head>) -> Self {
         match head {
             None => Self::Absent,
-            Some(h) if h.deleted => Self::Deleted(h.seq),
-            Some(h) => Self::Live(h.seq),
+            Some(h) if h.deleted => Self::Deleted {
+                seq: h.seq,
+                pin_rev: h.pin_rev,
+            },
+            Some(h) => Self::Live {
+                seq: h.seq,
+                pin_rev: h.pin_rev,
+            },
         }
     }
 
@@ -52,8 +60,13 @@ pub struct Commit {
     /// A recorded key created before this instant has expired: it counts as absent and is
     /// overwritten.
     pub idempotency_valid_after: Millis,
-    /// Version items of this path with a smaller seq are removed in the same commit.
+    /// Version items of this path with a smaller seq are removed in the same commit,
+    /// except those `head.pins` names (a live snapshot holds them).
     pub retain_from_seq: u64,
+    /// Seqs below `retain_from_seq` that were kept only for pins this commit drops (their
+    /// snapshots ended). An adapter that prunes one item per commit (DynamoDB) deletes
+    /// these too; one that prunes the whole range needs nothing more.
+    pub released: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +108,32 @@ pub trait MetaStore: Send + Sync {
     async fn live_count(&self, scope: &Scope) -> Result<u64>;
     /// Applies a commit atomically under its conditions.
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome>;
+    /// Retained version items of a path (every lineage, tombstones included), newest
+    /// first, with seq below `before` when given, at most `limit`.
+    async fn list_versions(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<VersionRecord>>;
+    /// Replaces the pins of a path's head and bumps its `pin_rev`, if the head is still
+    /// `expect` and (when given) version item `must_exist` is still retained. `false` when
+    /// a condition failed; nothing changed then.
+    async fn set_pins(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        expect: Expect,
+        pins: Vec<Pin>,
+        must_exist: Option<u64>,
+    ) -> Result<bool>;
+    /// Stores a snapshot record (ids are fresh; never overwrites in practice).
+    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()>;
+    /// A snapshot record (expired or not; the service judges its age).
+    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>>;
+    /// Removes a snapshot record; `false` when there was none.
+    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool>;
 }
 
 /// File bodies. A put never overwrites: each returns a new `BodyRef`.

@@ -51,6 +51,23 @@ pub fn limits_from_env(get: &impl Fn(&str) -> Option<String>) -> Result<Limits> 
     .validated()
 }
 
+/// Life of a run snapshot from `WORKSPACE_SNAPSHOT_TTL_SECONDS` (default 7 days), in ms.
+/// At most 30 days: on AWS the bucket's lifecycle rule may expire a noncurrent S3 version
+/// 30 days after it became noncurrent, and a pinned version becomes noncurrent no earlier
+/// than the snapshot is taken, so a snapshot that ends within 30 days never loses a body.
+pub fn snapshot_ttl_ms_from_env(get: &impl Fn(&str) -> Option<String>) -> Result<i64> {
+    const MAX_SECS: u64 = 30 * 24 * 60 * 60;
+    let default =
+        u64::try_from(workspace_core::service::DEFAULT_SNAPSHOT_TTL_MS / 1000).unwrap_or(MAX_SECS);
+    let secs = env_u64(get, "WORKSPACE_SNAPSHOT_TTL_SECONDS", default)?;
+    if !(1..=MAX_SECS).contains(&secs) {
+        return Err(WorkspaceError::validation(format!(
+            "WORKSPACE_SNAPSHOT_TTL_SECONDS must be between 1 and {MAX_SECS}, got {secs}"
+        )));
+    }
+    Ok(i64::try_from(secs).unwrap_or(0) * 1000)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +89,13 @@ mod tests {
         assert!(!env_bool(&off, "WORKSPACE_REDACT_STRUCTURAL", true).unwrap());
         let bad = |k: &str| (k == "WORKSPACE_REDACT_STRUCTURAL").then(|| "maybe".to_owned());
         assert!(redactor_from_env(&bad).is_err());
+        assert_eq!(
+            snapshot_ttl_ms_from_env(&none).unwrap(),
+            7 * 24 * 3600 * 1000
+        );
+        let ttl = |k: &str| (k == "WORKSPACE_SNAPSHOT_TTL_SECONDS").then(|| "60".to_owned());
+        assert_eq!(snapshot_ttl_ms_from_env(&ttl).unwrap(), 60_000);
+        let long = |k: &str| (k == "WORKSPACE_SNAPSHOT_TTL_SECONDS").then(|| "9999999".to_owned());
+        assert!(snapshot_ttl_ms_from_env(&long).is_err());
     }
 }

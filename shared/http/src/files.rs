@@ -2,7 +2,7 @@
 
 use crate::envelope::{empty_response, json_response, HttpResponse};
 use crate::request::{file_path, single_header, Decoding, Query};
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
 use bytes::Bytes;
 use http::request::Parts;
@@ -15,17 +15,43 @@ use workspace_core::{
     WorkspaceService,
 };
 
-/// The PUT body. Unknown fields are ignored so newer clients keep working.
+/// The PUT body: `content` (UTF-8 text) or `contentBase64` (any bytes), not both.
+/// Unknown fields are ignored so newer clients keep working.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PutBody {
-    content: String,
+    content: Option<String>,
+    content_base64: Option<String>,
     content_type: Option<String>,
+}
+
+impl PutBody {
+    fn bytes(self) -> Result<(Vec<u8>, Option<String>)> {
+        let bytes = match (self.content, self.content_base64) {
+            (Some(text), None) => text.into_bytes(),
+            (None, Some(b64)) => STANDARD.decode(b64.as_bytes()).map_err(|e| {
+                WorkspaceError::validation(format!(
+                    "contentBase64 is not standard base64 (RFC 4648, with padding): {e}"
+                ))
+            })?,
+            (Some(_), Some(_)) => {
+                return Err(WorkspaceError::validation(
+                    "give either content or contentBase64, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(WorkspaceError::validation(
+                    "body must carry content (UTF-8 text) or contentBase64 (any bytes)",
+                ))
+            }
+        };
+        Ok((bytes, self.content_type))
+    }
 }
 
 const TOKEN_TAG: &str = "after:";
 
-fn encode_token(after: &FilePath) -> String {
+pub(crate) fn encode_token(after: &FilePath) -> String {
     URL_SAFE_NO_PAD.encode(format!("{TOKEN_TAG}{after}"))
 }
 
@@ -37,7 +63,7 @@ fn decode_token(token: &str) -> Result<FilePath> {
     FilePath::parse(path).map_err(|_| bad())
 }
 
-fn meta_json(m: &FileMeta) -> Value {
+pub(crate) fn meta_json(m: &FileMeta) -> Value {
     json!({
         "path": m.path,
         "contentType": m.content_type,
@@ -48,12 +74,14 @@ fn meta_json(m: &FileMeta) -> Value {
     })
 }
 
-fn file_response(file: &StoredFile) -> Result<HttpResponse> {
+/// A file with its content: `content` when the bytes are UTF-8 text, `contentBase64`
+/// (standard base64) otherwise, never both.
+pub(crate) fn file_response(file: &StoredFile) -> Result<HttpResponse> {
     let mut body = meta_json(&file.meta);
-    // Bodies are written as UTF-8 text only (the PUT body is a JSON string).
-    let content = std::str::from_utf8(&file.content)
-        .map_err(|_| WorkspaceError::internal("stored body is not UTF-8"))?;
-    body["content"] = Value::String(content.to_owned());
+    match std::str::from_utf8(&file.content) {
+        Ok(text) => body["content"] = Value::String(text.to_owned()),
+        Err(_) => body["contentBase64"] = Value::String(STANDARD.encode(&file.content)),
+    }
     let mut resp = json_response(StatusCode::OK, &body);
     let etag = HeaderValue::from_str(&file.meta.etag)
         .map_err(|_| WorkspaceError::internal("etag is not a header value"))?;
@@ -72,9 +100,18 @@ pub async fn list(
         .positive("limit")?
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let after = query.get("nextToken").map(decode_token).transpose()?;
-    let page = service
-        .list(&who.scope, &prefix, limit, after.as_ref())
-        .await?;
+    let page = match query.get("snapshot") {
+        Some(id) => {
+            service
+                .list_snapshot(&who.scope, id, &prefix, limit, after.as_ref())
+                .await?
+        }
+        None => {
+            service
+                .list(&who.scope, &prefix, limit, after.as_ref())
+                .await?
+        }
+    };
     let mut body = json!({ "files": page.files.iter().map(meta_json).collect::<Vec<_>>() });
     if let Some(after) = &page.next_after {
         body["nextToken"] = Value::String(encode_token(after));
@@ -92,7 +129,15 @@ pub async fn get(
     let path = file_path(tail, decoding)?;
     let query = Query::parse(parts)?;
     let version = query.positive("version")?;
-    let file = service.get(&who.scope, &path, version).await?;
+    let file = match (query.get("snapshot"), version) {
+        (Some(_), Some(_)) => {
+            return Err(WorkspaceError::validation(
+                "give either version or snapshot, not both",
+            ))
+        }
+        (Some(id), None) => service.get_in_snapshot(&who.scope, id, &path).await?,
+        (None, version) => service.get(&who.scope, &path, version).await?,
+    };
     file_response(&file)
 }
 
@@ -120,16 +165,17 @@ pub async fn put(
             .map(str::to_owned);
     let parsed: PutBody = serde_json::from_slice(body).map_err(|e| {
         WorkspaceError::validation(format!(
-            "body must be a JSON object {{\"content\": \"<utf-8 text>\", \"contentType\"?: \"...\"}}: {e}"
+            "body must be a JSON object {{\"content\": \"<utf-8 text>\" | \"contentBase64\": \"<base64>\", \"contentType\"?: \"...\"}}: {e}"
         ))
     })?;
+    let (content, content_type) = parsed.bytes()?;
     let file = service
         .put(
             who,
             PutRequest {
                 path: Some(path),
-                content: parsed.content.into_bytes(),
-                content_type: parsed.content_type,
+                content,
+                content_type,
                 if_match,
                 if_none_match_any,
                 idempotency_key,

@@ -14,6 +14,8 @@ pub mod mcp;
 pub mod request;
 pub mod routes;
 mod scope_check;
+pub mod snapshots;
+pub mod versions;
 
 use auth::Authenticator;
 use bytes::Bytes;
@@ -313,6 +315,36 @@ impl App {
                     require_write(&who)?;
                 }
                 blob::presign(self.blob_service()?, &who, tail, decoding, body).await
+            }
+            Route::ListVersions => {
+                let who = self.identify(parts, body).await?;
+                require_read(&who)?;
+                versions::history(&self.service, &who, parts, tail, decoding).await
+            }
+            Route::RestoreVersion => {
+                let who = self.identify(parts, body).await?;
+                require_write(&who)?;
+                versions::restore(&self.service, &who, parts, tail, decoding, body).await
+            }
+            Route::Diff => {
+                let who = self.identify(parts, body).await?;
+                require_read(&who)?;
+                versions::diff(&self.service, &who, parts, tail, decoding).await
+            }
+            Route::CreateSnapshot => {
+                let who = self.identify(parts, body).await?;
+                require_write(&who)?;
+                snapshots::create(&self.service, &who).await
+            }
+            Route::GetSnapshot => {
+                let who = self.identify(parts, body).await?;
+                require_read(&who)?;
+                snapshots::get(&self.service, &who, tail).await
+            }
+            Route::DeleteSnapshot => {
+                let who = self.identify(parts, body).await?;
+                require_write(&who)?;
+                snapshots::delete(&self.service, &who, tail).await
             }
         }
     }

@@ -24,13 +24,20 @@ pub enum Route {
     BlobPut,
     BlobDelete,
     BlobPresign,
+    ListVersions,
+    RestoreVersion,
+    Diff,
+    CreateSnapshot,
+    GetSnapshot,
+    DeleteSnapshot,
 }
 
 /// One row: method + API Gateway path pattern → route, and the function that serves it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteSpec {
     pub method: Method,
-    /// In API Gateway syntax; a trailing `{path+}` is greedy.
+    /// In API Gateway syntax; a trailing `{path+}` is greedy, a trailing `{id}` is one
+    /// segment.
     pub pattern: &'static str,
     pub route: Route,
     /// The package under `functions/` (and the SAM function) that serves this row.
@@ -43,6 +50,10 @@ const CACHE_ENTRY: &str = "/v1/host/cache/{key}";
 const BLOBS: &str = "/v1/host/blob/{bucket}";
 const BLOB: &str = "/v1/host/blob/{bucket}/{key+}";
 const PRESIGN: &str = "/v1/host/blob/{bucket}/presign";
+const VERSIONS: &str = "/v1/host/workspace/versions/{path+}";
+const DIFF: &str = "/v1/host/workspace/diff/{path+}";
+const SNAPSHOTS: &str = "/v1/host/workspace/snapshots";
+const SNAPSHOT: &str = "/v1/host/workspace/snapshots/{id}";
 
 pub const ROUTES: &[RouteSpec] = &[
     RouteSpec {
@@ -149,6 +160,46 @@ pub const ROUTES: &[RouteSpec] = &[
         route: Route::BlobDelete,
         function: "blob",
     },
+    // History and diff only read: the read-only `get` function serves them. A restore is a
+    // write through the put path: the `put` function, which already holds those rights.
+    RouteSpec {
+        method: Method::GET,
+        pattern: VERSIONS,
+        route: Route::ListVersions,
+        function: "get",
+    },
+    RouteSpec {
+        method: Method::POST,
+        pattern: VERSIONS,
+        route: Route::RestoreVersion,
+        function: "put",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: DIFF,
+        route: Route::Diff,
+        function: "get",
+    },
+    // Snapshots touch DynamoDB only (pins on heads, snapshot records): their own function
+    // with no S3 rights at all. Reads through a snapshot go to `list` and `get`.
+    RouteSpec {
+        method: Method::POST,
+        pattern: SNAPSHOTS,
+        route: Route::CreateSnapshot,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: SNAPSHOT,
+        route: Route::GetSnapshot,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::DELETE,
+        pattern: SNAPSHOT,
+        route: Route::DeleteSnapshot,
+        function: "snapshots",
+    },
 ];
 
 /// The outcome of matching a request path against the table.
@@ -235,6 +286,18 @@ mod tests {
             match_route(&Method::POST, "/v1/host/workspace/files/a"),
             Matched::MethodNotAllowed { .. }
         ));
+        let m = match_route(&Method::GET, "/v1/host/workspace/snapshots/abc");
+        assert!(
+            matches!(m, Matched::Route { spec, tail: Some("abc") } if spec.route == Route::GetSnapshot)
+        );
+        assert_eq!(
+            match_route(&Method::GET, "/v1/host/workspace/snapshots/a/b"),
+            Matched::NotFound
+        );
+        let m = match_route(&Method::POST, "/v1/host/workspace/versions/a/b.md");
+        assert!(
+            matches!(m, Matched::Route { spec, tail: Some("a/b.md") } if spec.route == Route::RestoreVersion)
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use workspace_core::ports::{BodyStore, Clock, LogEvents, MetaStore, RandomIds, S
 use workspace_core::secrets::SecretStore;
 use workspace_core::WorkspaceService;
 use workspace_http::capability_config::{blob_limits_from_env, cache_limits_from_env};
-use workspace_http::config::{limits_from_env, redactor_from_env};
+use workspace_http::config::{limits_from_env, redactor_from_env, snapshot_ttl_ms_from_env};
 use workspace_http::{App, PathForm, RouteLabel};
 use workspace_store_aws::secrets_table::DynamoSecrets;
 use workspace_store_aws::{AwsClients, DynamoCache, DynamoMeta, S3Blobs, S3Bodies};
@@ -92,7 +92,8 @@ pub async fn build_app(
         limits,
     )
     .with_redactor(redactor_from_env(&get)?)
-    .with_secrets(secrets);
+    .with_secrets(secrets)
+    .with_snapshot_ttl_ms(snapshot_ttl_ms_from_env(&get)?);
     let claims = identity::ClaimNames::from_env(&get);
     let mut app = App::new(service, Arc::new(identity::AuthorizerClaims::new(claims)));
     if let Some(c) = cache {

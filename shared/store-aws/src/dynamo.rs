@@ -7,9 +7,15 @@
 //! 3. when a live file appears, add 1 to the workspace counter on condition it is below
 //!    `maxFiles` (→ `TooManyFiles`); a delete subtracts 1;
 //! 4. put the idempotency record unless a live one exists (→ `KeyUsed`);
-//! 5. delete the version item that falls out of the retention window. Its S3 body is
-//!    removed off the request path by the stream publisher, which sees the REMOVE with the
-//!    old image (so `pruned` is always empty here).
+//! 5. delete the version item that falls out of the retention window, unless the new
+//!    head's pins name it (a live snapshot holds it), and the items `Commit::released`
+//!    lets go (pins that ended). Their S3 bodies are removed off the request path by the
+//!    stream publisher, which sees the REMOVE with the old image (so `pruned` is always
+//!    empty here); a kept item therefore keeps its body.
+//!
+//! Pins (run snapshots) change the head with `set_pins`, under the same compare-and-swap
+//! on (`seq`, `pinRev`) that step 1 checks; see `workspace_core::service::snapshots` for
+//! why a pin and a pruning commit can never both succeed on stale state.
 //!
 //! Failure interleavings: the S3 body is written before this commit; if the commit fails
 //! or the process dies between the two, the body is an orphan no version item points to,
@@ -22,7 +28,7 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
-use workspace_core::model::{Head, IdempotencyRecord, VersionRecord};
+use workspace_core::model::{Head, IdempotencyRecord, Pin, Snapshot, VersionRecord};
 use workspace_core::ports::{Commit, CommitOutcome, Expect, MetaStore};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
@@ -31,8 +37,8 @@ const IDEMPOTENCY_TTL_SECS: i64 = 2 * 24 * 60 * 60;
 
 #[derive(Clone)]
 pub struct DynamoMeta {
-    client: Client,
-    table: String,
+    pub(crate) client: Client,
+    pub(crate) table: String,
 }
 
 pub(crate) fn aws_err(e: impl std::error::Error) -> WorkspaceError {
@@ -55,7 +61,7 @@ impl DynamoMeta {
         }
     }
 
-    async fn get_item(&self, pk: String, sk: String) -> Result<Option<Item>> {
+    pub(crate) async fn get_item(&self, pk: String, sk: String) -> Result<Option<Item>> {
         let out = self
             .client
             .get_item()
@@ -78,24 +84,26 @@ impl DynamoMeta {
     }
 }
 
-fn head_condition(expect: Expect) -> (String, Vec<(&'static str, AttributeValue)>) {
-    match expect {
-        Expect::Absent => ("attribute_not_exists(pk)".into(), vec![]),
-        Expect::Live(seq) => (
-            "seq = :expected_seq AND deleted = :false".into(),
-            vec![
-                (":expected_seq", n(seq)),
-                (":false", AttributeValue::Bool(false)),
-            ],
-        ),
-        Expect::Deleted(seq) => (
-            "seq = :expected_seq AND deleted = :true".into(),
-            vec![
-                (":expected_seq", n(seq)),
-                (":true", AttributeValue::Bool(true)),
-            ],
-        ),
-    }
+pub(crate) fn head_condition(expect: Expect) -> (String, Vec<(&'static str, AttributeValue)>) {
+    let (seq, pin_rev, deleted) = match expect {
+        Expect::Absent => return ("attribute_not_exists(pk)".into(), vec![]),
+        Expect::Live { seq, pin_rev } => (seq, pin_rev, false),
+        Expect::Deleted { seq, pin_rev } => (seq, pin_rev, true),
+    };
+    // Items written before pins existed have no pinRev: that is revision 0.
+    let rev = if pin_rev == 0 {
+        "(attribute_not_exists(pinRev) OR pinRev = :expected_rev)"
+    } else {
+        "pinRev = :expected_rev"
+    };
+    (
+        format!("seq = :expected_seq AND deleted = :deleted AND {rev}"),
+        vec![
+            (":expected_seq", n(seq)),
+            (":expected_rev", n(pin_rev)),
+            (":deleted", AttributeValue::Bool(deleted)),
+        ],
+    )
 }
 
 /// Which part of a transaction a cancellation reason points at.
@@ -257,11 +265,18 @@ impl MetaStore for DynamoMeta {
             parts.push(Part::Idempotency);
         }
 
-        if c.retain_from_seq > 1 {
+        let pinned = |seq: u64| c.head.pins.iter().any(|p| p.seq == seq);
+        let mut doomed: Vec<u64> = c.released.clone();
+        if c.retain_from_seq > 1 && !pinned(c.retain_from_seq - 1) {
+            doomed.push(c.retain_from_seq - 1);
+        }
+        doomed.sort_unstable();
+        doomed.dedup();
+        for seq in doomed {
             let del = Delete::builder()
                 .table_name(&self.table)
                 .key("pk", s(pk.clone()))
-                .key("sk", s(keys::version_sk(path, c.retain_from_seq - 1)))
+                .key("sk", s(keys::version_sk(path, seq)))
                 .build()
                 .map_err(aws_err)?;
             ops.push(TransactWriteItem::builder().delete(del).build());
@@ -311,5 +326,39 @@ impl MetaStore for DynamoMeta {
             },
             Err(e) => Err(aws_err(e)),
         }
+    }
+
+    async fn list_versions(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<VersionRecord>> {
+        self.query_versions(scope, path, before, limit).await
+    }
+
+    async fn set_pins(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        expect: Expect,
+        pins: Vec<Pin>,
+        must_exist: Option<u64>,
+    ) -> Result<bool> {
+        self.update_pins(scope, path, expect, pins, must_exist)
+            .await
+    }
+
+    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
+        self.put_snapshot_item(scope, snapshot).await
+    }
+
+    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
+        self.get_snapshot_item(scope, id).await
+    }
+
+    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
+        self.delete_snapshot_item(scope, id).await
     }
 }

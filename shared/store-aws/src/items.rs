@@ -3,7 +3,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
-use workspace_core::model::{BodyRef, Head, IdempotencyRecord, VersionRecord};
+use workspace_core::model::{BodyRef, Head, IdempotencyRecord, Pin, Snapshot, VersionRecord};
 use workspace_core::{Result, Scope, WorkspaceError};
 
 pub type Item = HashMap<String, AttributeValue>;
@@ -80,7 +80,19 @@ pub fn head_item(scope: &Scope, pk: String, sk: String, h: &Head) -> Item {
     item.insert("deleted".into(), AttributeValue::Bool(h.deleted));
     item.insert("sha256".into(), s(&h.sha256));
     body_attrs(&mut item, &h.body);
+    if !h.pins.is_empty() {
+        item.insert("pins".into(), s(pins_json(&h.pins)));
+    }
+    if h.pin_rev > 0 {
+        item.insert("pinRev".into(), n(h.pin_rev));
+    }
     item
+}
+
+/// A head's pins as one JSON string attribute (read and written whole, under the head's
+/// compare-and-swap).
+pub fn pins_json(pins: &[Pin]) -> String {
+    serde_json::to_string(pins).unwrap_or_else(|_| "[]".to_owned())
 }
 
 pub fn head_from(item: &Item) -> Result<Head> {
@@ -96,6 +108,11 @@ pub fn head_from(item: &Item) -> Result<Head> {
         deleted: get_bool(item, "deleted")?,
         body: get_body(item)?,
         sha256: get_s(item, "sha256").unwrap_or_default(),
+        pins: match item.get("pins") {
+            Some(_) => serde_json::from_str(&get_s(item, "pins")?).map_err(|_| bad("pins"))?,
+            None => Vec::new(),
+        },
+        pin_rev: get_n(item, "pinRev").unwrap_or(0),
     })
 }
 
@@ -161,5 +178,31 @@ pub fn idempotency_from(item: &Item) -> Result<IdempotencyRecord> {
         fingerprint: get_s(item, "fingerprint")?,
         result: serde_json::from_str(&get_s(item, "result")?).map_err(WorkspaceError::internal)?,
         created_at: get_n(item, "createdAt")?,
+    })
+}
+
+/// A snapshot record. `expiresAt` (seconds) lets DynamoDB TTL remove it eventually; the
+/// service judges expiry itself from `expiresAtMs`. The file list is one JSON attribute:
+/// an item holds 400 KB, room for about a thousand files with long paths.
+pub fn snapshot_item(scope: &Scope, pk: String, sk: String, snap: &Snapshot) -> Result<Item> {
+    let mut item = Item::new();
+    scope_attrs(&mut item, scope, pk, sk, "snapshot");
+    item.insert("id".into(), s(&snap.id));
+    item.insert("createdAt".into(), n(snap.created_at));
+    item.insert("expiresAtMs".into(), n(snap.expires_at));
+    item.insert("expiresAt".into(), n(snap.expires_at / 1000 + 1));
+    item.insert(
+        "files".into(),
+        s(serde_json::to_string(&snap.files).map_err(WorkspaceError::internal)?),
+    );
+    Ok(item)
+}
+
+pub fn snapshot_from(item: &Item) -> Result<Snapshot> {
+    Ok(Snapshot {
+        id: get_s(item, "id")?,
+        created_at: get_n(item, "createdAt")?,
+        expires_at: get_n(item, "expiresAtMs")?,
+        files: serde_json::from_str(&get_s(item, "files")?).map_err(|_| bad("files"))?,
     })
 }

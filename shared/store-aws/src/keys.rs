@@ -29,6 +29,11 @@ pub fn version_sk(path: &str, seq: u64) -> String {
     format!("ver#{path}#{seq:020}")
 }
 
+/// Sort key of a snapshot record.
+pub fn snapshot_sk(id: &str) -> String {
+    format!("snap#{id}")
+}
+
 pub fn idempotency_sk(key: &str) -> String {
     format!("idem#{key}")
 }

@@ -6,6 +6,7 @@ pub mod blobs;
 pub mod cache;
 pub mod calls;
 pub mod dynamo;
+mod dynamo_pins;
 pub mod events;
 pub mod items;
 pub mod keys;

@@ -100,6 +100,46 @@ async fn each_operation_stays_within_its_call_budget() {
     assert_eq!(page.files.len(), 1);
     assert_eq!(log.calls(), ["DynamoDB.Query"]);
 
+    // HISTORY: one Query.
+    log.reset();
+    let page = svc.history(&scope, &path, None, None).await.unwrap();
+    assert_eq!(page.versions.len(), 2);
+    assert_eq!(log.calls(), ["DynamoDB.Query"]);
+
+    // SNAPSHOT: one Query for the heads, one conditional UpdateItem per file (side by
+    // side), one PutItem for the record.
+    log.reset();
+    let snap = svc.create_snapshot(&who()).await.unwrap();
+    assert_eq!(
+        log.calls(),
+        ["DynamoDB.PutItem", "DynamoDB.Query", "DynamoDB.UpdateItem"]
+    );
+    assert_eq!(log.sequential_depth(), 3);
+
+    // A read through it: the record, the pinned version item, the body.
+    log.reset();
+    let through = svc.get_in_snapshot(&scope, &snap.id, &path).await.unwrap();
+    assert_eq!(through.content, b"two");
+    assert_eq!(
+        log.calls(),
+        ["DynamoDB.GetItem", "DynamoDB.GetItem", "S3.GetObject"]
+    );
+
+    // A write to a pinned file costs what any write costs.
+    log.reset();
+    svc.put(&who(), put("notes/a.md", "three", None))
+        .await
+        .unwrap();
+    assert_eq!(
+        log.calls(),
+        [
+            "DynamoDB.GetItem",
+            "DynamoDB.Query",
+            "DynamoDB.TransactWriteItems",
+            "S3.PutObject"
+        ]
+    );
+
     // DELETE: the head, then one transaction.
     log.reset();
     svc.delete(&who(), &path, None).await.unwrap();

@@ -299,3 +299,54 @@ async fn a_failed_condition_leaves_no_body_behind() {
         b"two"
     );
 }
+
+/// A snapshot's pins hold the version item, so the stream never sees its REMOVE and the
+/// publisher never deletes its S3 body; after the snapshot is deleted, the next commit
+/// releases the item and the publisher deletes the body.
+#[tokio::test]
+async fn a_snapshot_keeps_pinned_s3_bodies_until_it_ends() {
+    let env = common::fresh(None).await;
+    let observed = common::observed_bus().await;
+    let svc = service(&env, 1);
+    let key = "t/acme/w/main/files/p.md";
+    let path = FilePath::parse("p.md").unwrap();
+    let scope = alice().scope;
+    svc.put(&alice(), put("p.md", "pinned", None))
+        .await
+        .unwrap();
+    let snap = svc.create_snapshot(&alice()).await.unwrap();
+    for i in 2..=4 {
+        svc.put(&alice(), put("p.md", &format!("v{i}"), None))
+            .await
+            .unwrap();
+    }
+    let arn = env.stream_arn.as_deref().unwrap();
+    let publish = publisher(&env, &observed.bus);
+    assert!(publish
+        .process(&common::stream_records(arn).await)
+        .await
+        .is_empty());
+    assert_eq!(
+        s3_versions(&env, key).await.len(),
+        2,
+        "the pinned body and the latest survive"
+    );
+    let through = svc.get_in_snapshot(&scope, &snap.id, &path).await.unwrap();
+    assert_eq!(through.content, b"pinned");
+
+    svc.delete_snapshot(&alice(), &snap.id).await.unwrap();
+    svc.put(&alice(), put("p.md", "v5", None)).await.unwrap();
+    assert!(publish
+        .process(&common::stream_records(arn).await)
+        .await
+        .is_empty());
+    assert_eq!(
+        s3_versions(&env, key).await.len(),
+        1,
+        "released with its body"
+    );
+    assert!(matches!(
+        svc.get(&scope, &path, Some(1)).await,
+        Err(WorkspaceError::NotFound(_))
+    ));
+}

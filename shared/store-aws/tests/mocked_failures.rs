@@ -212,3 +212,40 @@ async fn a_throttled_commit_fails_cleanly_and_leaves_no_body() {
     );
     assert!(bodies.is_empty(), "the uncommitted body was discarded");
 }
+
+/// A pin that meets a commit's transaction in flight on the same head (DynamoDB answers
+/// TransactionConflictException, which moto never does) is a moved head: `set_pins`
+/// reports `false` so the snapshot re-reads and retries; a condition failure likewise.
+/// Any other error is an error.
+#[tokio::test]
+async fn a_pin_meeting_a_transaction_in_flight_is_retried_not_failed() {
+    use workspace_core::ports::Expect;
+    let conflict = |code: &str| {
+        mock!(aws_sdk_dynamodb::Client::update_item)
+            .sequence()
+            .http_status(
+                400,
+                Some(format!(
+                    r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{code}","message":"no"}}"#
+                )),
+            )
+            .build()
+    };
+    let expect = Expect::Live { seq: 3, pin_rev: 0 };
+    let path = FilePath::parse("a.md").unwrap();
+    for (code, outcome) in [
+        ("TransactionConflictException", Some(false)),
+        ("ConditionalCheckFailedException", Some(false)),
+        ("ResourceNotFoundException", None),
+    ] {
+        let rule = conflict(code);
+        let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [&rule], |c| c
+            .retry_config(RetryConfig::disabled()));
+        let meta = DynamoMeta::new(client, "table");
+        let got = meta
+            .set_pins(&who().scope, &path, expect, Vec::new(), None)
+            .await
+            .ok();
+        assert_eq!(got, outcome, "{code}");
+    }
+}

@@ -10,6 +10,7 @@
 //! - `versions`:    (prefix + path, seq) → VersionRecord (JSON)
 //! - `idempotency`: prefix + key         → IdempotencyRecord (JSON)
 //! - `live_counts`: prefix               → number of live files
+//! - `snapshots`:   prefix + snapshot id → Snapshot (JSON)
 //! - `bodies`:      (body key, id)       → bytes
 
 mod capabilities;
@@ -22,8 +23,10 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::de::DeserializeOwned;
 use std::path::Path;
 use std::sync::Arc;
-use workspace_core::model::{BodyRef, Head, IdempotencyRecord, VersionRecord};
-use workspace_core::ports::{BodyStore, Commit, CommitOutcome, IdSource, MetaStore, RandomIds};
+use workspace_core::model::{BodyRef, Head, IdempotencyRecord, Pin, Snapshot, VersionRecord};
+use workspace_core::ports::{
+    BodyStore, Commit, CommitOutcome, Expect, IdSource, MetaStore, RandomIds,
+};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
 const HEADS: TableDefinition<&str, &[u8]> = TableDefinition::new("heads");
@@ -31,6 +34,7 @@ const VERSIONS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("vers
 const IDEMPOTENCY: TableDefinition<&str, &[u8]> = TableDefinition::new("idempotency");
 const LIVE_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("live_counts");
 const BODIES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("bodies");
+const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");
 
 /// The database file's name inside the data directory.
 pub const DB_FILE: &str = "workspace.redb";
@@ -75,6 +79,7 @@ impl EmbeddedStore {
         txn.open_table(LIVE_COUNTS).map_err(db_err)?;
         txn.open_table(BODIES).map_err(db_err)?;
         capabilities::create_tables(&txn)?;
+        txn.open_table(SNAPSHOTS).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
         Ok(Self { db: Arc::new(db) })
     }
@@ -129,10 +134,12 @@ fn apply(db: &Database, c: Commit) -> Result<CommitOutcome> {
 
         let mut versions = txn.open_table(VERSIONS).map_err(db_err)?;
         let mut pruned = Vec::new();
+        // Retention skips the items a live snapshot pins (the new head's pins).
+        let pinned: Vec<u64> = c.head.pins.iter().map(|p| p.seq).collect();
         let stale = versions
             .extract_from_if(
                 (hkey.as_str(), 0)..(hkey.as_str(), c.retain_from_seq),
-                |_, _| true,
+                |k, _| !pinned.contains(&k.1),
             )
             .map_err(db_err)?;
         for item in stale {
@@ -253,6 +260,118 @@ impl MetaStore for EmbeddedStore {
 
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome> {
         self.blocking(move |db| apply(db, commit)).await
+    }
+
+    async fn list_versions(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<VersionRecord>> {
+        let key = head_key(scope, path.as_str());
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let table = txn.open_table(VERSIONS).map_err(db_err)?;
+            let range = (key.as_str(), 0)..(key.as_str(), before.unwrap_or(u64::MAX));
+            let mut out = Vec::new();
+            for item in table.range(range).map_err(db_err)?.rev().take(limit) {
+                let (_, v) = item.map_err(db_err)?;
+                out.push(decode(v.value())?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn set_pins(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        expect: Expect,
+        pins: Vec<Pin>,
+        must_exist: Option<u64>,
+    ) -> Result<bool> {
+        let key = head_key(scope, path.as_str());
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            {
+                if let Some(seq) = must_exist {
+                    let versions = txn.open_table(VERSIONS).map_err(db_err)?;
+                    if versions.get((key.as_str(), seq)).map_err(db_err)?.is_none() {
+                        return Ok(false);
+                    }
+                }
+                let mut heads = txn.open_table(HEADS).map_err(db_err)?;
+                let current: Option<Head> = match heads.get(key.as_str()).map_err(db_err)? {
+                    Some(v) => Some(decode(v.value())?),
+                    None => None,
+                };
+                let Some(mut head) = current.filter(|h| expect.matches(Some(h))) else {
+                    return Ok(false);
+                };
+                head.pins = pins;
+                head.pin_rev += 1;
+                heads
+                    .insert(key.as_str(), encode(&head)?.as_slice())
+                    .map_err(db_err)?;
+            }
+            txn.commit().map_err(db_err)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
+        let prefix = scope.key_prefix();
+        let key = format!("{prefix}{}", snapshot.id);
+        let value = encode(snapshot)?;
+        let now = snapshot.created_at;
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            {
+                let mut t = txn.open_table(SNAPSHOTS).map_err(db_err)?;
+                // No TTL here (DynamoDB has one): drop the scope's expired records now.
+                let end = format!("{prefix}\u{10ffff}");
+                let expired = t
+                    .extract_from_if(prefix.as_str()..end.as_str(), |_, v| {
+                        decode::<Snapshot>(v).is_ok_and(|s| s.expires_at <= now)
+                    })
+                    .map_err(db_err)?;
+                for item in expired {
+                    item.map_err(db_err)?;
+                }
+                t.insert(key.as_str(), value.as_slice()).map_err(db_err)?;
+            }
+            txn.commit().map_err(db_err)
+        })
+        .await
+    }
+
+    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
+        let key = format!("{}{id}", scope.key_prefix());
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let t = txn.open_table(SNAPSHOTS).map_err(db_err)?;
+            let found = t.get(key.as_str()).map_err(db_err)?;
+            found.map(|v| decode(v.value())).transpose()
+        })
+        .await
+    }
+
+    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
+        let key = format!("{}{id}", scope.key_prefix());
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            let removed = {
+                let mut t = txn.open_table(SNAPSHOTS).map_err(db_err)?;
+                let old = t.remove(key.as_str()).map_err(db_err)?;
+                old.is_some()
+            };
+            txn.commit().map_err(db_err)?;
+            Ok(removed)
+        })
+        .await
     }
 }
 

@@ -8,8 +8,8 @@ pub use capabilities::{MemoryBlobs, MemoryCache};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
-use workspace_core::model::{BodyRef, Head, IdempotencyRecord, VersionRecord};
-use workspace_core::ports::{BodyStore, Commit, CommitOutcome, MetaStore};
+use workspace_core::model::{BodyRef, Head, IdempotencyRecord, Pin, Snapshot, VersionRecord};
+use workspace_core::ports::{BodyStore, Commit, CommitOutcome, Expect, MetaStore};
 use workspace_core::secrets::{SecretRecord, SecretStore};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, TenantId, WorkspaceError};
 
@@ -18,6 +18,7 @@ struct ScopeState {
     heads: BTreeMap<String, Head>,
     versions: BTreeMap<(String, u64), VersionRecord>,
     idempotency: HashMap<String, IdempotencyRecord>,
+    snapshots: HashMap<String, Snapshot>,
     live: u64,
 }
 
@@ -107,10 +108,12 @@ impl MetaStore for MemoryMeta {
             return Ok(CommitOutcome::TooManyFiles);
         }
         state.live = state.live.saturating_add_signed(c.live_delta);
+        // Retention skips the items a live snapshot pins (the new head's pins).
         let stale: Vec<(String, u64)> = state
             .versions
             .range((path.clone(), 0)..(path.clone(), c.retain_from_seq))
             .map(|(k, _)| k.clone())
+            .filter(|(_, seq)| !c.head.pins.iter().any(|p| p.seq == *seq))
             .collect();
         let pruned = stale
             .iter()
@@ -124,6 +127,75 @@ impl MetaStore for MemoryMeta {
             state.idempotency.insert(rec.key.clone(), rec);
         }
         Ok(CommitOutcome::Committed { pruned })
+    }
+
+    async fn list_versions(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<VersionRecord>> {
+        let guard = self.lock()?;
+        let Some(state) = guard.get(scope) else {
+            return Ok(Vec::new());
+        };
+        let p = path.to_string();
+        Ok(state
+            .versions
+            .range((p.clone(), 0)..(p, before.unwrap_or(u64::MAX)))
+            .rev()
+            .take(limit)
+            .map(|(_, v)| v.clone())
+            .collect())
+    }
+
+    async fn set_pins(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        expect: Expect,
+        pins: Vec<Pin>,
+        must_exist: Option<u64>,
+    ) -> Result<bool> {
+        let mut guard = self.lock()?;
+        let Some(state) = guard.get_mut(scope) else {
+            return Ok(false);
+        };
+        if must_exist.is_some_and(|seq| !state.versions.contains_key(&(path.to_string(), seq))) {
+            return Ok(false);
+        }
+        match state.heads.get_mut(path.as_str()) {
+            Some(h) if expect.matches(Some(h)) => {
+                h.pins = pins;
+                h.pin_rev += 1;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
+        let mut guard = self.lock()?;
+        let snapshots = &mut guard.entry(scope.clone()).or_default().snapshots;
+        // No TTL here (DynamoDB has one): drop the scope's expired records now.
+        snapshots.retain(|_, s| s.expires_at > snapshot.created_at);
+        snapshots.insert(snapshot.id.clone(), snapshot.clone());
+        Ok(())
+    }
+
+    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
+        Ok(self
+            .lock()?
+            .get(scope)
+            .and_then(|s| s.snapshots.get(id).cloned()))
+    }
+
+    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
+        Ok(self
+            .lock()?
+            .get_mut(scope)
+            .is_some_and(|s| s.snapshots.remove(id).is_some()))
     }
 }
 

@@ -13,7 +13,7 @@ use crate::error::{Result, WorkspaceError};
 use crate::limits::Limits;
 use crate::model::{
     format_time, make_etag, sha256_hex, BodyRef, FileMeta, FilePage, Head, IdempotencyRecord,
-    Millis, StoredFile, VersionRecord,
+    Millis, Pin, StoredFile, VersionRecord,
 };
 use crate::path::{FilePath, PathPrefix};
 use crate::ports::{
@@ -25,8 +25,14 @@ use crate::scope::{Identity, Scope};
 use crate::secrets::{NoSecrets, SecretStore};
 use std::sync::Arc;
 
+mod history;
+mod pins;
 mod read;
+mod snapshots;
 mod write;
+
+pub use history::{Diff, VersionPage};
+pub use snapshots::{DEFAULT_SNAPSHOT_TTL_MS, MAX_SNAPSHOT_RECORD_BYTES};
 
 /// Longest accepted `If-Match` / `Idempotency-Key` value.
 pub const MAX_HEADER_VALUE_LEN: usize = 255;
@@ -38,6 +44,9 @@ pub const MAX_LIST_LIMIT: usize = 1000;
 pub const IDEMPOTENCY_TTL_MS: Millis = 24 * 60 * 60 * 1000;
 /// Compare-and-swap rounds before a write gives up under extreme contention.
 const MAX_COMMIT_ATTEMPTS: usize = 200;
+/// Pinned version items one commit releases at most (each is one more delete in the
+/// DynamoDB transaction, which takes 100 items); the rest go with the next commits.
+const MAX_RELEASED_PER_COMMIT: usize = 20;
 
 /// A write, as the HTTP layer hands it over (header values still unchecked).
 #[derive(Debug, Clone, Default)]
@@ -59,6 +68,7 @@ pub struct WorkspaceService {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdSource>,
     limits: Limits,
+    snapshot_ttl_ms: Millis,
 }
 
 /// The live head, if the path has one.
@@ -148,7 +158,18 @@ impl WorkspaceService {
             clock,
             ids,
             limits,
+            snapshot_ttl_ms: DEFAULT_SNAPSHOT_TTL_MS,
         }
+    }
+
+    /// How long a run snapshot lives (`WORKSPACE_SNAPSHOT_TTL_SECONDS`, default 7 days).
+    pub fn with_snapshot_ttl_ms(mut self, ttl_ms: Millis) -> Self {
+        self.snapshot_ttl_ms = ttl_ms.max(1);
+        self
+    }
+
+    pub fn snapshot_ttl_ms(&self) -> Millis {
+        self.snapshot_ttl_ms
     }
 
     /// Replaces the WSR-1 redactor (the default applies every structural rule).
@@ -188,6 +209,34 @@ impl WorkspaceService {
     /// Oldest seq kept when `seq` is the newest: the last `max_versions` items survive.
     fn retain_from(&self, seq: u64) -> u64 {
         (seq + 1).saturating_sub(self.limits.max_versions).max(1)
+    }
+
+    /// The pins a commit that writes item `seq` carries forward, and the seqs it releases.
+    /// A pin whose snapshot ended (expired, or deleted: its `until` is set to 0) is dropped;
+    /// the item it held is released when it is below the retention window and no live
+    /// pin holds it. At most [`MAX_RELEASED_PER_COMMIT`] are released at once; the rest
+    /// keep their ended pins until a later commit.
+    fn carry_pins(&self, head: Option<&Head>, seq: u64, now: Millis) -> (Vec<Pin>, Vec<u64>) {
+        let Some(h) = head else {
+            return (Vec::new(), Vec::new());
+        };
+        let retain_from = self.retain_from(seq);
+        let (live, ended): (Vec<Pin>, Vec<Pin>) =
+            h.pins.iter().cloned().partition(|p| p.until > now);
+        let mut kept = live.clone();
+        let mut released: Vec<u64> = Vec::new();
+        for pin in ended {
+            let held = live.iter().any(|p| p.seq == pin.seq);
+            if pin.seq >= retain_from || held || released.contains(&pin.seq) {
+                continue;
+            }
+            if released.len() < MAX_RELEASED_PER_COMMIT {
+                released.push(pin.seq);
+            } else {
+                kept.push(pin);
+            }
+        }
+        (kept, released)
     }
 
     /// Work after the commit point. Failures here are logged, never reported: the write is

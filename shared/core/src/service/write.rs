@@ -142,6 +142,8 @@ impl WorkspaceService {
                 None => (self.ids.new_id(), 1),
             };
             let seq = head.as_ref().map_or(1, |h| h.seq + 1);
+            let (pins, released) = self.carry_pins(head.as_ref(), seq, now);
+            let pin_rev = head.as_ref().map_or(0, |h| h.pin_rev);
             let etag = make_etag(&lineage, version, sha);
             let size = req.content.len() as u64;
             let meta = FileMeta {
@@ -168,6 +170,8 @@ impl WorkspaceService {
                     deleted: false,
                     body: Some(body.clone()),
                     sha256: sha.to_owned(),
+                    pins,
+                    pin_rev,
                 },
                 version: VersionRecord {
                     seq,
@@ -192,6 +196,7 @@ impl WorkspaceService {
                 }),
                 idempotency_valid_after: now - IDEMPOTENCY_TTL_MS,
                 retain_from_seq: self.retain_from(seq),
+                released,
             };
             match self.meta.commit(commit).await? {
                 CommitOutcome::Committed { pruned } => {
@@ -235,6 +240,7 @@ impl WorkspaceService {
             let now = self.clock.now_ms();
             let seq = h.seq + 1;
             let version = h.version + 1;
+            let (pins, released) = self.carry_pins(Some(h), seq, now);
             let etag = make_etag(&h.lineage, version, "deleted");
             let meta = FileMeta {
                 path: path.to_string(),
@@ -257,6 +263,7 @@ impl WorkspaceService {
                     deleted: true,
                     body: None,
                     sha256: String::new(),
+                    pins,
                     ..h.clone()
                 },
                 version: VersionRecord {
@@ -277,6 +284,7 @@ impl WorkspaceService {
                 idempotency: None,
                 idempotency_valid_after: now,
                 retain_from_seq: self.retain_from(seq),
+                released,
             };
             match self.meta.commit(commit).await? {
                 CommitOutcome::Committed { pruned } => {

@@ -1,0 +1,315 @@
+//! Run snapshots (RFC 0059 §D): `{path → version}` of every live file, pinned so that
+//! retention never breaks a live snapshot.
+//!
+//! Protocol (the same on every adapter; the store only needs compare-and-swap on heads):
+//! 1. list every live head (path, seq, pin_rev);
+//! 2. for each, add a pin `{seq, snapshot, until}` to the head's `pins` with `set_pins`,
+//!    conditioned on the head still being exactly what was listed (seq *and* pin_rev).
+//!    If a commit got in between, re-read the head and pin the listed seq again, now also
+//!    conditioned on its version item still existing (`must_exist`);
+//! 3. store the snapshot record (only then can anyone read through it).
+//!
+//! Why that is safe against a concurrent commit that prunes: every commit also
+//! compare-and-swaps the head on (seq, pin_rev) and computes what to prune from the pins
+//! of the head it read. Either the pin lands first (the commit's swap then fails, it
+//! re-reads the head, sees the pin and keeps the item), or the commit lands first (the
+//! pin's swap then fails, and the retry's `must_exist` check refuses an item the commit
+//! pruned). A pin never names a pruned item, and no prune removes a pinned one.
+//! On DynamoDB the S3 body goes only when its version item is deleted (the stream
+//! publisher deletes it on REMOVE), so a kept item keeps its body.
+//!
+//! When a snapshot expires or is deleted (deletion sets its pins' `until` to 0), the next
+//! commit to each path releases the items only it held (`Commit::released`).
+
+use super::pins::{end_pins, pin_file, Window, PIN_ATTEMPTS};
+use super::*;
+use crate::model::{Snapshot, SnapshotFile};
+
+/// Default life of a snapshot: 7 days.
+pub const DEFAULT_SNAPSHOT_TTL_MS: Millis = 7 * 24 * 60 * 60 * 1000;
+/// Live pins one head may carry (each snapshot adds one per file): bounds the head item.
+const MAX_PINS_PER_FILE: usize = 100;
+/// Largest snapshot file list (JSON): a DynamoDB item holds 400 KB with its other fields.
+pub const MAX_SNAPSHOT_RECORD_BYTES: usize = 350_000;
+/// Files pinned side by side.
+const PIN_CONCURRENCY: usize = 16;
+
+/// Accepted snapshot ids: what `IdSource` hands out (hex), bounded.
+fn check_id(id: &str) -> Result<()> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(WorkspaceError::validation(
+            "snapshot id must be 1-128 letters, digits, '-' or '_'",
+        ))
+    }
+}
+
+fn unknown(id: &str) -> WorkspaceError {
+    WorkspaceError::not_found(format!(
+        "no snapshot {id} in this workspace (or it expired)"
+    ))
+}
+
+fn snapshot_file(h: &Head) -> SnapshotFile {
+    SnapshotFile {
+        path: h.path.clone(),
+        version: h.version,
+        seq: h.seq,
+        etag: h.etag.clone(),
+        size: h.size,
+        content_type: h.content_type.clone(),
+        updated_at: h.updated_at,
+    }
+}
+
+impl WorkspaceService {
+    /// Every live head of the scope, sorted by path.
+    async fn all_live(&self, scope: &Scope) -> Result<Vec<Head>> {
+        let mut out: Vec<Head> = Vec::new();
+        loop {
+            let after = out.last().map(|h| FilePath::parse(&h.path)).transpose()?;
+            let page = self
+                .meta
+                .list_live(
+                    scope,
+                    &PathPrefix::default(),
+                    after.as_ref(),
+                    MAX_LIST_LIMIT,
+                )
+                .await?;
+            let done = page.len() < MAX_LIST_LIMIT;
+            out.extend(page);
+            if done {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Takes a snapshot of every live file.
+    pub async fn create_snapshot(&self, who: &Identity) -> Result<Snapshot> {
+        let scope = &who.scope;
+        let now = self.clock.now_ms();
+        let id = self.ids.new_id();
+        let until = now.saturating_add(self.snapshot_ttl_ms);
+        let heads = self.all_live(scope).await?;
+        // The record is one item on DynamoDB (400 KB): refuse before pinning anything.
+        let listed: Vec<SnapshotFile> = heads.iter().map(snapshot_file).collect();
+        let record_bytes = serde_json::to_vec(&listed).map_or(usize::MAX, |v| v.len());
+        if record_bytes > MAX_SNAPSHOT_RECORD_BYTES {
+            return Err(WorkspaceError::TooLarge {
+                message: format!(
+                    "a snapshot of {} files needs a {record_bytes}-byte record; at most \
+                     {MAX_SNAPSHOT_RECORD_BYTES} bytes fit (shorter paths or fewer files)",
+                    heads.len()
+                ),
+                limit: MAX_SNAPSHOT_RECORD_BYTES as u64,
+            });
+        }
+        if let Some(h) = heads
+            .iter()
+            .find(|h| h.pins.iter().filter(|p| p.until > now).count() >= MAX_PINS_PER_FILE)
+        {
+            return Err(WorkspaceError::Conflict {
+                message: format!(
+                    "{} is already held by {MAX_PINS_PER_FILE} live snapshots; delete some first",
+                    h.path
+                ),
+                current_version: h.version,
+            });
+        }
+        let window = Window {
+            max_versions: self.limits.max_versions,
+        };
+        let mut files = Vec::with_capacity(heads.len());
+        for chunk in heads.chunks(PIN_CONCURRENCY) {
+            let mut tasks = tokio::task::JoinSet::new();
+            for h in chunk {
+                tasks.spawn(pin_file(
+                    self.meta.clone(),
+                    scope.clone(),
+                    h.clone(),
+                    id.clone(),
+                    (now, until),
+                    window,
+                ));
+            }
+            while let Some(done) = tasks.join_next().await {
+                let pinned = done.map_err(WorkspaceError::internal)??;
+                if let Some(h) = pinned {
+                    files.push(snapshot_file(&h));
+                }
+            }
+        }
+        // Files whose listed version was pruned before its pin landed (many writes in the
+        // meantime): take them at their current state, pinned the same way.
+        let listed: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let missing: Vec<Head> = heads
+            .iter()
+            .filter(|h| !listed.contains(&h.path.as_str()))
+            .cloned()
+            .collect();
+        for h in missing {
+            let path = FilePath::parse(&h.path)?;
+            for _ in 0..PIN_ATTEMPTS {
+                let head = self.meta.head(scope, &path).await?;
+                let Some(current) = live(&head).cloned() else {
+                    break; // deleted since: not in the snapshot
+                };
+                let pinned = pin_file(
+                    self.meta.clone(),
+                    scope.clone(),
+                    current,
+                    id.clone(),
+                    (now, until),
+                    window,
+                )
+                .await?;
+                if let Some(p) = pinned {
+                    files.push(snapshot_file(&p));
+                    break;
+                }
+            }
+        }
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        let snapshot = Snapshot {
+            id,
+            created_at: now,
+            expires_at: until,
+            files,
+        };
+        self.meta.put_snapshot(scope, &snapshot).await?;
+        Ok(snapshot)
+    }
+
+    /// A live snapshot of this scope; unknown, expired and other scopes' ids are 404.
+    pub async fn get_snapshot(&self, scope: &Scope, id: &str) -> Result<Snapshot> {
+        check_id(id)?;
+        match self.meta.snapshot(scope, id).await? {
+            Some(s) if s.expires_at > self.clock.now_ms() => Ok(s),
+            _ => Err(unknown(id)),
+        }
+    }
+
+    /// Deletes a snapshot: reads through it are 404 at once, and the versions only it held
+    /// are released by the next commit to each path.
+    pub async fn delete_snapshot(&self, who: &Identity, id: &str) -> Result<()> {
+        let snapshot = self.get_snapshot(&who.scope, id).await?;
+        if !self.meta.delete_snapshot(&who.scope, id).await? {
+            return Err(unknown(id));
+        }
+        let now = self.clock.now_ms();
+        let window = Window {
+            max_versions: self.limits.max_versions,
+        };
+        // Best effort: a pin left behind still ends at the snapshot's expiry.
+        for chunk in snapshot.files.chunks(PIN_CONCURRENCY) {
+            let mut tasks = tokio::task::JoinSet::new();
+            for f in chunk {
+                tasks.spawn(end_pins(
+                    self.meta.clone(),
+                    who.scope.clone(),
+                    f.path.clone(),
+                    id.to_owned(),
+                    now,
+                    window,
+                ));
+            }
+            while let Some(done) = tasks.join_next().await {
+                if let Err(e) = done.map_err(WorkspaceError::internal).and_then(|r| r) {
+                    tracing::warn!(error = %e, snapshot = id, "pin not released; it ends at expiry");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Lists the files of a snapshot under `prefix`, a page at a time.
+    pub async fn list_snapshot(
+        &self,
+        scope: &Scope,
+        id: &str,
+        prefix: &PathPrefix,
+        limit: Option<usize>,
+        after: Option<&FilePath>,
+    ) -> Result<FilePage> {
+        let limit = match limit {
+            None => MAX_LIST_LIMIT,
+            Some(n) if (1..=MAX_LIST_LIMIT).contains(&n) => n,
+            Some(_) => {
+                return Err(WorkspaceError::validation(format!(
+                    "limit must be between 1 and {MAX_LIST_LIMIT}"
+                )))
+            }
+        };
+        let snapshot = self.get_snapshot(scope, id).await?;
+        let mut rows: Vec<&SnapshotFile> = snapshot
+            .files
+            .iter()
+            .filter(|f| f.path.starts_with(prefix.as_str()))
+            .filter(|f| after.is_none_or(|a| f.path.as_str() > a.as_str()))
+            .take(limit + 1)
+            .collect();
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        let next_after = if more {
+            rows.last().and_then(|f| FilePath::parse(&f.path).ok())
+        } else {
+            None
+        };
+        Ok(FilePage {
+            files: rows.iter().map(|f| f.meta()).collect(),
+            next_after,
+        })
+    }
+
+    /// Reads a file as the snapshot pinned it.
+    pub async fn get_in_snapshot(
+        &self,
+        scope: &Scope,
+        id: &str,
+        path: &FilePath,
+    ) -> Result<StoredFile> {
+        let snapshot = self.get_snapshot(scope, id).await?;
+        let file = snapshot
+            .files
+            .iter()
+            .find(|f| f.path == path.as_str())
+            .ok_or_else(|| WorkspaceError::not_found(format!("{path} is not in snapshot {id}")))?;
+        let gone = || {
+            WorkspaceError::internal(format!(
+                "version item {} of {path} pinned by snapshot {id} is missing",
+                file.seq
+            ))
+        };
+        let item = self
+            .meta
+            .version(scope, path, file.seq)
+            .await?
+            .ok_or_else(gone)?;
+        let body = item.body.ok_or_else(gone)?;
+        let content = self.bodies.get(&body).await?.ok_or_else(gone)?;
+        Ok(StoredFile {
+            meta: file.meta(),
+            content,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_ids_are_checked() {
+        assert!(check_id("0123abcdef").is_ok());
+        for bad in ["", "a/b", "..", "a%2F", &"x".repeat(129)] {
+            assert!(check_id(bad).is_err(), "{bad}");
+        }
+    }
+}

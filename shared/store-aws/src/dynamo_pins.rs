@@ -1,0 +1,193 @@
+//! The DynamoDB side of history and run snapshots: one Query for a path's version items,
+//! pins written on the head under the same compare-and-swap a commit checks (see
+//! `workspace_core::service::snapshots`), and snapshot records (`snap#<id>`, with
+//! `expiresAt` for TTL).
+
+use crate::dynamo::{aws_err, head_condition, DynamoMeta};
+use crate::items::{self, n, s};
+use crate::keys;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem, Update,
+};
+use std::collections::HashMap;
+use workspace_core::model::{Pin, Snapshot, VersionRecord};
+use workspace_core::ports::Expect;
+use workspace_core::{FilePath, Result, Scope};
+
+impl DynamoMeta {
+    pub(crate) async fn query_versions(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<VersionRecord>> {
+        let path = path.as_str();
+        let hi = match before {
+            Some(0) => return Ok(Vec::new()),
+            Some(b) => b - 1,
+            None => u64::MAX,
+        };
+        let mut out = Vec::new();
+        let mut start = None;
+        // One Query, newest first; a second only when DynamoDB's 1 MB page cut it short.
+        loop {
+            let res = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+                .expression_attribute_values(":pk", s(keys::partition(scope)))
+                .expression_attribute_values(":lo", s(keys::version_sk(path, 0)))
+                .expression_attribute_values(":hi", s(keys::version_sk(path, hi)))
+                .scan_index_forward(false)
+                .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(aws_err)?;
+            for item in res.items() {
+                out.push(items::version_from(item)?);
+            }
+            match res.last_evaluated_key {
+                Some(k) if out.len() < limit => start = Some(k),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    pub(crate) async fn update_pins(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        expect: Expect,
+        pins: Vec<Pin>,
+        must_exist: Option<u64>,
+    ) -> Result<bool> {
+        let pk = keys::partition(scope);
+        let rev = match expect {
+            Expect::Absent => return Ok(false),
+            Expect::Live { pin_rev, .. } | Expect::Deleted { pin_rev, .. } => pin_rev,
+        };
+        let (cond, values) = head_condition(expect);
+        let values: HashMap<String, AttributeValue> = values
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .chain([
+                (":pins".to_owned(), s(items::pins_json(&pins))),
+                (":rev".to_owned(), n(rev + 1)),
+            ])
+            .collect();
+        let head_key = keys::head_sk(path.as_str());
+        const SET: &str = "SET pins = :pins, pinRev = :rev";
+        match must_exist {
+            // The head alone: its own version item cannot be pruned while it is the head.
+            None => {
+                let res = self
+                    .client
+                    .update_item()
+                    .table_name(&self.table)
+                    .key("pk", s(pk))
+                    .key("sk", s(head_key))
+                    .update_expression(SET)
+                    .condition_expression(cond)
+                    .set_expression_attribute_values(Some(values))
+                    .send()
+                    .await;
+                match res {
+                    Ok(_) => Ok(true),
+                    // A commit's transaction on the same head in flight is a moved head
+                    // too: the caller re-reads and retries.
+                    Err(e)
+                        if e.as_service_error().is_some_and(|se| {
+                            se.is_conditional_check_failed_exception()
+                                || se.is_transaction_conflict_exception()
+                        }) =>
+                    {
+                        Ok(false)
+                    }
+                    Err(e) => Err(aws_err(e)),
+                }
+            }
+            // An older item: it must still be there when the pin lands.
+            Some(seq) => {
+                let check = ConditionCheck::builder()
+                    .table_name(&self.table)
+                    .key("pk", s(pk.clone()))
+                    .key("sk", s(keys::version_sk(path.as_str(), seq)))
+                    .condition_expression("attribute_exists(pk)")
+                    .build()
+                    .map_err(aws_err)?;
+                let upd = Update::builder()
+                    .table_name(&self.table)
+                    .key("pk", s(pk))
+                    .key("sk", s(head_key))
+                    .update_expression(SET)
+                    .condition_expression(cond)
+                    .set_expression_attribute_values(Some(values))
+                    .build()
+                    .map_err(aws_err)?;
+                let res = self
+                    .client
+                    .transact_write_items()
+                    .transact_items(TransactWriteItem::builder().condition_check(check).build())
+                    .transact_items(TransactWriteItem::builder().update(upd).build())
+                    .send()
+                    .await;
+                match res {
+                    Ok(_) => Ok(true),
+                    Err(e)
+                        if e.as_service_error()
+                            .is_some_and(|se| se.is_transaction_canceled_exception()) =>
+                    {
+                        Ok(false)
+                    }
+                    Err(e) => Err(aws_err(e)),
+                }
+            }
+        }
+    }
+
+    pub(crate) async fn put_snapshot_item(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
+        let item = items::snapshot_item(
+            scope,
+            keys::partition(scope),
+            keys::snapshot_sk(&snapshot.id),
+            snapshot,
+        )?;
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(aws_err)?;
+        Ok(())
+    }
+
+    pub(crate) async fn get_snapshot_item(
+        &self,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<Option<Snapshot>> {
+        self.get_item(keys::partition(scope), keys::snapshot_sk(id))
+            .await?
+            .map(|i| items::snapshot_from(&i))
+            .transpose()
+    }
+
+    pub(crate) async fn delete_snapshot_item(&self, scope: &Scope, id: &str) -> Result<bool> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(keys::partition(scope)))
+            .key("sk", s(keys::snapshot_sk(id)))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(aws_err)?;
+        Ok(out.attributes.is_some())
+    }
+}
