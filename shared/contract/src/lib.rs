@@ -11,6 +11,7 @@ pub mod isolation;
 pub mod limits;
 pub mod protocol;
 pub mod redaction;
+pub mod sessions;
 
 pub use harness::{Backend, Harness};
 

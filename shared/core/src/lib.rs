@@ -11,6 +11,7 @@ pub mod redact;
 pub mod scope;
 pub mod secrets;
 pub mod service;
+pub mod sessions;
 
 pub use error::{Result, WorkspaceError};
 pub use limits::Limits;

@@ -10,6 +10,7 @@ pub mod files;
 pub mod request;
 pub mod routes;
 mod scope_check;
+pub mod sessions;
 
 use auth::Authenticator;
 use bytes::Bytes;
@@ -20,6 +21,7 @@ pub use request::PathForm;
 use routes::{match_route, Matched, Route};
 use serde_json::json;
 use std::sync::Arc;
+use workspace_core::sessions::SessionService;
 use workspace_core::{Identity, Result, WorkspaceError, WorkspaceService};
 
 fn require_read(who: &Identity) -> Result<()> {
@@ -51,6 +53,8 @@ pub struct App {
     pub auth: Arc<dyn Authenticator>,
     /// The function this process serves (`Some("get")` on Lambda), or every route (`None`).
     pub function: Option<&'static str>,
+    /// The workspace service for agent sessions (`/workspaces`), where deployed.
+    pub sessions: Option<Arc<SessionService>>,
 }
 
 impl App {
@@ -59,7 +63,13 @@ impl App {
             service,
             auth,
             function: None,
+            sessions: None,
         }
+    }
+
+    pub fn with_sessions(mut self, sessions: Arc<SessionService>) -> Self {
+        self.sessions = Some(sessions);
+        self
     }
 
     /// Largest request body worth reading: a JSON string may escape each byte of the
@@ -67,7 +77,13 @@ impl App {
     /// is refused with 413 before it is parsed.
     pub fn max_request_bytes(&self) -> usize {
         let content = usize::try_from(self.service.limits().max_file_bytes).unwrap_or(usize::MAX);
-        content.saturating_mul(6).saturating_add(64 * 1024)
+        let artifact = self.sessions.as_ref().map_or(0, |s| {
+            usize::try_from(s.limits().max_artifact_bytes).unwrap_or(usize::MAX)
+        });
+        content
+            .max(artifact)
+            .saturating_mul(6)
+            .saturating_add(64 * 1024)
     }
 
     /// The response for a body over [`App::max_request_bytes`].
@@ -146,6 +162,13 @@ impl App {
         body: &Bytes,
     ) -> Result<HttpResponse> {
         let limits = self.service.limits();
+        if sessions::serves(route) {
+            // These routes carry their parameters in the path (`tail` is the whole path).
+            if body.len() > self.max_request_bytes() {
+                return Ok(self.body_too_large());
+            }
+            return sessions::dispatch(self, route, parts, tail, body).await;
+        }
         match route {
             Route::Health => Ok(json_response(
                 StatusCode::OK,
@@ -177,6 +200,7 @@ impl App {
                 require_write(&who)?;
                 files::delete(&self.service, &who, parts, tail, decoding).await
             }
+            _ => Err(WorkspaceError::internal("route has no handler")),
         }
     }
 }

@@ -12,6 +12,17 @@ pub enum Route {
     GetFile,
     PutFile,
     DeleteFile,
+    // The workspace service for agent sessions (`sessions/`).
+    CreateWorkspace,
+    ListWorkspaces,
+    GetWorkspace,
+    DeleteWorkspace,
+    UploadArtifact,
+    ListArtifacts,
+    GetArtifact,
+    ListSessions,
+    SessionHistory,
+    DeleteSession,
 }
 
 /// One row: method + API Gateway path pattern → route, and the function that serves it.
@@ -71,6 +82,66 @@ pub const ROUTES: &[RouteSpec] = &[
         route: Route::DeleteFile,
         function: "delete",
     },
+    RouteSpec {
+        method: Method::POST,
+        pattern: "/workspaces",
+        route: Route::CreateWorkspace,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/workspaces",
+        route: Route::ListWorkspaces,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/workspaces/{id}",
+        route: Route::GetWorkspace,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::DELETE,
+        pattern: "/workspaces/{id}",
+        route: Route::DeleteWorkspace,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::POST,
+        pattern: "/workspaces/{id}/artifacts",
+        route: Route::UploadArtifact,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/workspaces/{id}/artifacts",
+        route: Route::ListArtifacts,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/workspaces/{id}/artifacts/{artifactId}",
+        route: Route::GetArtifact,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/workspaces/{id}/sessions",
+        route: Route::ListSessions,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/workspaces/{id}/sessions/{sessionId}/history",
+        route: Route::SessionHistory,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::DELETE,
+        pattern: "/workspaces/{id}/sessions/{sessionId}",
+        route: Route::DeleteSession,
+        function: "workspaces",
+    },
 ];
 
 /// The outcome of matching a request path against the table.
@@ -89,6 +160,21 @@ pub enum Matched<'a> {
 }
 
 fn match_pattern<'a>(pattern: &str, path: &'a str) -> Option<Option<&'a str>> {
+    // `{name}` segments match one non-empty segment; the tail is then the whole path, from
+    // which the handler reads its parameters.
+    if !pattern.ends_with("{path+}") && pattern.contains('{') {
+        let (pat, got): (Vec<_>, Vec<_>) =
+            (pattern.split('/').collect(), path.split('/').collect());
+        let fits = pat.len() == got.len()
+            && pat.iter().zip(&got).all(|(p, g)| {
+                if p.starts_with('{') {
+                    !g.is_empty()
+                } else {
+                    p == g
+                }
+            });
+        return fits.then_some(Some(path));
+    }
     match pattern.strip_suffix("{path+}") {
         // An empty tail still matches, so `/files/` gets the path rule's 400, not a 404.
         Some(prefix) => path.strip_prefix(prefix).map(Some),

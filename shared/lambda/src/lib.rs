@@ -5,6 +5,7 @@
 pub mod authorizer;
 pub mod identity;
 pub mod jobs;
+pub mod sessions;
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -38,9 +39,13 @@ pub async fn build_app(
 ) -> Result<App, Error> {
     let limits = limits_from_env(&get)?;
     type Stores = (Arc<dyn MetaStore>, Arc<dyn BodyStore>, Arc<dyn SecretStore>);
-    let (meta, bodies, secrets): Stores = if get("WORKSPACE_TABLE").is_some() {
+    let on_aws = get("WORKSPACE_TABLE").is_some();
+    let session_stores: sessions::Stores;
+    let (meta, bodies, secrets): Stores = if on_aws {
         let clients = AwsClients::from_env().await;
         let table = required(&get, "WORKSPACE_TABLE")?;
+        session_stores =
+            sessions::aws_stores(&clients, &table, &required(&get, "WORKSPACE_BUCKET")?);
         (
             Arc::new(DynamoMeta::new(clients.dynamodb.clone(), table.clone())),
             Arc::new(S3Bodies::new(
@@ -53,8 +58,10 @@ pub async fn build_app(
         let dir = get("WORKSPACE_DATA_DIR").unwrap_or_else(|| "/tmp/workspace-data".to_owned());
         let dir = std::path::Path::new(&dir);
         let store = Arc::new(EmbeddedStore::open(dir)?);
+        session_stores = (store.clone(), store.clone());
         (store.clone(), store, Arc::new(SecretFile::new(dir)))
     };
+    let session_bodies = bodies.clone();
     // Events come from the DynamoDB stream (functions/publish), never from the request path.
     let service = WorkspaceService::new(
         meta,
@@ -69,6 +76,10 @@ pub async fn build_app(
     let claims = identity::ClaimNames::from_env(&get);
     let mut app = App::new(service, Arc::new(identity::AuthorizerClaims::new(claims)));
     app.function = Some(function);
+    if function == sessions::FUNCTION {
+        let svc = sessions::service(&get, on_aws, session_stores, session_bodies)?;
+        app = app.with_sessions(Arc::new(svc));
+    }
     Ok(app)
 }
 

@@ -15,6 +15,7 @@
 pub mod json_file;
 pub mod keys;
 pub mod secrets;
+pub mod sessions;
 
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -73,6 +74,7 @@ impl EmbeddedStore {
         txn.open_table(IDEMPOTENCY).map_err(db_err)?;
         txn.open_table(LIVE_COUNTS).map_err(db_err)?;
         txn.open_table(BODIES).map_err(db_err)?;
+        sessions::create_tables(&txn)?;
         txn.commit().map_err(db_err)?;
         Ok(Self { db: Arc::new(db) })
     }

@@ -1,6 +1,8 @@
 //! In-memory adapter: one mutex around plain maps. The mutex makes every commit atomic, which
 //! is all the conditional-commit contract asks. For tests; nothing survives the process.
 
+pub mod sessions;
+
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
