@@ -155,6 +155,17 @@ macro_rules! sessions_contract_tests {
             workspaces::workspaces_get_list_page_and_open_to_the_files_api,
             workspaces::naming_another_tenant_or_user_is_forbidden,
             workspaces::other_tenants_and_users_see_nothing_on_every_route,
+            artifacts::artifacts_of_all_three_types_upload_get_and_list,
+            artifacts::bad_uploads_are_refused_and_store_nothing,
+            artifacts::session_history_keeps_exactly_one_per_session,
+            artifacts::artifact_text_is_redacted_and_uploads_bump_last_active,
+            listing::sessions_are_most_recent_first_with_checked_limits,
+            listing::paging_250_sessions_by_100_is_three_pages_without_gaps,
+            listing::forged_and_foreign_tokens_are_refused,
+            listing::history_and_session_delete,
+            lifecycle::delete_workspace_leaves_nothing_behind,
+            lifecycle::an_interrupted_delete_is_finished_by_the_next,
+            lifecycle::purge_respects_the_cutoff_and_dry_run_changes_nothing,
         );
     };
     (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {

@@ -114,18 +114,21 @@ impl DynamoSessions {
         let mut out = Vec::new();
         let mut start = None;
         loop {
-            let res = self
+            let mut q = self
                 .client
                 .query()
                 .table_name(&self.table)
                 .consistent_read(true)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
                 .expression_attribute_values(":pk", s(pk))
-                .expression_attribute_values(":p", s(prefix))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(aws_err)?;
+                .set_exclusive_start_key(start);
+            // DynamoDB refuses an empty begins_with: no prefix means the whole partition.
+            q = if prefix.is_empty() {
+                q.key_condition_expression("pk = :pk")
+            } else {
+                q.key_condition_expression("pk = :pk AND begins_with(sk, :p)")
+                    .expression_attribute_values(":p", s(prefix))
+            };
+            let res = q.send().await.map_err(aws_err)?;
             out.extend(res.items().iter().cloned());
             match res.last_evaluated_key {
                 Some(k) => start = Some(k),
