@@ -6,6 +6,7 @@ mod config;
 mod keys;
 mod secrets;
 mod server;
+mod sessions;
 
 use clap::{Parser, Subcommand};
 use std::sync::Arc;
@@ -43,6 +44,14 @@ enum Command {
     Secrets {
         #[command(subcommand)]
         action: SecretsAction,
+    },
+    /// Erase workspaces idle longer than WORKSPACE_PURGE_AFTER_DAYS (default 90): files,
+    /// versions, artifacts, sessions. Stop the server first (the database admits one
+    /// process).
+    Purge {
+        /// Only list what would be erased.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -106,6 +115,7 @@ async fn main() {
         None | Some(Command::Serve) => serve().await,
         Some(Command::Keys { action }) => manage_keys(action).await,
         Some(Command::Secrets { action }) => secrets::manage(action).await,
+        Some(Command::Purge { dry_run }) => sessions::purge(dry_run).await,
     };
     if let Err(e) = result {
         eprintln!("workspace-local: {e}");
@@ -192,6 +202,7 @@ async fn serve() -> Result<(), String> {
     let cfg = config::Config::from_env()?;
     let store = Arc::new(EmbeddedStore::open(&cfg.data_dir).map_err(|e| e.to_string())?);
     let (auth, key_source) = keys::authenticator(cfg.api_keys.as_deref(), &cfg.data_dir).await?;
+    let session_service = Arc::new(sessions::service(store.clone(), &cfg.data_dir)?);
     let service = WorkspaceService::new(
         store.clone(),
         store,
@@ -202,7 +213,7 @@ async fn serve() -> Result<(), String> {
     )
     .with_redactor(cfg.redactor)
     .with_secrets(Arc::new(SecretFile::new(&cfg.data_dir)));
-    let app = Arc::new(App::new(service, auth));
+    let app = Arc::new(App::new(service, auth).with_sessions(session_service));
     let listener = tokio::net::TcpListener::bind(cfg.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.addr))?;
