@@ -77,13 +77,7 @@ impl App {
     /// is refused with 413 before it is parsed.
     pub fn max_request_bytes(&self) -> usize {
         let content = usize::try_from(self.service.limits().max_file_bytes).unwrap_or(usize::MAX);
-        let artifact = self.sessions.as_ref().map_or(0, |s| {
-            usize::try_from(s.limits().max_artifact_bytes).unwrap_or(usize::MAX)
-        });
-        content
-            .max(artifact)
-            .saturating_mul(6)
-            .saturating_add(64 * 1024)
+        content.saturating_mul(6).saturating_add(64 * 1024)
     }
 
     /// The response for a body over [`App::max_request_bytes`].
@@ -164,9 +158,6 @@ impl App {
         let limits = self.service.limits();
         if sessions::serves(route) {
             // These routes carry their parameters in the path (`tail` is the whole path).
-            if body.len() > self.max_request_bytes() {
-                return Ok(self.body_too_large());
-            }
             return sessions::dispatch(self, route, parts, tail, body).await;
         }
         match route {

@@ -115,6 +115,16 @@ pub async fn dispatch(
         ));
     };
     let caller = app.auth.caller(parts).await?;
+    // Base64 adds a third and JSON escaping up to six times: anything larger cannot hold
+    // an artifact within the cap, and is refused before it is parsed.
+    let max = svc.limits().max_artifact_bytes;
+    let cap = usize::try_from(max.saturating_mul(6)).unwrap_or(usize::MAX);
+    if body.len() > cap.saturating_add(64 * 1024) {
+        return Err(WorkspaceError::TooLarge {
+            message: format!("request body is too large for WORKSPACE_MAX_ARTIFACT_BYTES = {max}"),
+            limit: max,
+        });
+    }
     names_only_itself(&caller, parts, body)?;
     let write = matches!(
         route,
