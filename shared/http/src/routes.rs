@@ -221,4 +221,25 @@ mod tests {
             Matched::MethodNotAllowed { .. }
         ));
     }
+
+    #[test]
+    fn named_segments_match_one_non_empty_segment() {
+        let m = match_route(&Method::GET, "/workspaces/w1/sessions/s1/history");
+        assert!(
+            matches!(m, Matched::Route { spec, tail: Some("/workspaces/w1/sessions/s1/history") } if spec.route == Route::SessionHistory)
+        );
+        let m = match_route(&Method::DELETE, "/workspaces/w1");
+        assert!(matches!(m, Matched::Route { spec, .. } if spec.route == Route::DeleteWorkspace));
+        for none in [
+            "/workspaces//artifacts",
+            "/workspaces/w1/artifacts/a/b",
+            "/workspaces/w1/x",
+        ] {
+            assert_eq!(match_route(&Method::GET, none), Matched::NotFound, "{none}");
+        }
+        assert!(matches!(
+            match_route(&Method::PUT, "/workspaces/w1"),
+            Matched::MethodNotAllowed { .. }
+        ));
+    }
 }

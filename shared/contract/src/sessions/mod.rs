@@ -155,6 +155,7 @@ macro_rules! sessions_contract_tests {
             workspaces::workspaces_get_list_page_and_open_to_the_files_api,
             workspaces::naming_another_tenant_or_user_is_forbidden,
             workspaces::other_tenants_and_users_see_nothing_on_every_route,
+            workspaces::hostile_ids_are_refused_and_change_nothing,
             artifacts::artifacts_of_all_three_types_upload_get_and_list,
             artifacts::bad_uploads_are_refused_and_store_nothing,
             artifacts::session_history_keeps_exactly_one_per_session,

@@ -319,3 +319,61 @@ pub async fn other_tenants_and_users_see_nothing_on_every_route(h: SessionHarnes
         .assert_ok();
     assert_eq!(hist["messages"][0]["content"], "owner-only chat");
 }
+
+macro_rules! hostile_list {
+    ($($name:ident: $path:expr),* $(,)?) => {
+        vec![$(String::from($path)),*]
+    };
+}
+
+/// The hostile-path corpus as workspace, artifact and session ids on every route: each is
+/// a 4xx with the envelope (404 when it cannot name anything), and nothing changes.
+pub async fn hostile_ids_are_refused_and_change_nothing(h: SessionHarness) {
+    let ws = h.general(KEY_TENANT).await;
+    h.tool_output(KEY_TENANT, &ws, "s1", "keep me").await;
+    let corpus: Vec<String> = crate::for_each_hostile_path!(hostile_list);
+    let before = h.remains(&ws).await;
+    for bad in corpus {
+        let uris = [
+            format!("/workspaces/{bad}"),
+            format!("/workspaces/{bad}/artifacts"),
+            format!("/workspaces/{ws}/artifacts/{bad}"),
+            format!("/workspaces/{bad}/sessions"),
+            format!("/workspaces/{ws}/sessions/{bad}/history"),
+        ];
+        for uri in &uris {
+            let r = h.get_uri(KEY_TENANT, uri).await;
+            assert!(r.status.is_client_error(), "{uri}: {}", r.status);
+            r.assert_error(
+                r.status.as_u16(),
+                if r.status == StatusCode::NOT_FOUND {
+                    "not_found"
+                } else {
+                    "validation_error"
+                },
+            );
+        }
+        for uri in [
+            format!("/workspaces/{bad}"),
+            format!("/workspaces/{ws}/sessions/{bad}"),
+        ] {
+            let r = h.delete_uri(KEY_TENANT, &uri).await;
+            assert!(r.status.is_client_error(), "{uri}: {}", r.status);
+        }
+        // Some file-path cases (`c:x`) are fine session ids; the rest must be refused.
+        if workspace_core::sessions::artifacts::check_name("sessionId", &bad).is_err() {
+            let r = h
+                .upload(
+                    KEY_TENANT,
+                    &ws,
+                    json!({ "sessionId": &bad, "artifactType": "tool_output", "contentBase64": "aGk=" }),
+                )
+                .await;
+            r.assert_error(400, "validation_error");
+        }
+    }
+    assert_eq!(h.remains(&ws).await, before);
+    h.get_uri(KEY_TENANT, &format!("/workspaces/{ws}"))
+        .await
+        .assert_ok();
+}

@@ -460,3 +460,20 @@ impl SessionStore for DynamoSessions {
         Ok(self.query(&partition(scope), "").await?.len() as u64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_keys_stay_under_their_tenant() {
+        let (a, b) = (ws_partition("acme"), ws_partition("acme-evil"));
+        assert!(a.starts_with("acme#") && !b.starts_with("acme#"));
+        let w = Scope::parse("acme", "ws-1").unwrap();
+        assert!(partition(&w).starts_with("acme#"));
+        // Users and paths are hashed into sort keys: no separator of theirs can shift a key.
+        assert_ne!(record_sk("a#w#x", "y"), record_sk("a", "x#w#y"));
+        assert_ne!(claim_sk("bob", "/p"), claim_sk("alice", "/p"));
+        assert!(record_sk("alice", "ws-1").starts_with(&user_sk("alice")));
+    }
+}
