@@ -8,7 +8,7 @@ use super::model::WorkspaceRecord;
 use super::{Caller, SessionService};
 use crate::error::Result;
 use crate::model::Millis;
-use crate::scope::Scope;
+use crate::scope::{Scope, TenantId, WorkspaceId};
 
 const DAY_MS: Millis = 24 * 60 * 60 * 1000;
 
@@ -66,9 +66,20 @@ impl SessionService {
             .collect();
         idle.sort_by(|a, b| (&a.tenant, &a.workspace_id).cmp(&(&b.tenant, &b.workspace_id)));
         if !dry_run {
-            for ws in &idle {
-                self.erase(ws).await?;
+            let mut erased = Vec::with_capacity(idle.len());
+            for ws in idle {
+                // Read it again: an upload since the scan makes it active, and it stays.
+                let tenant = TenantId::parse(&ws.tenant)?;
+                let id = WorkspaceId::parse(&ws.workspace_id)?;
+                match self.store.workspace(&tenant, &ws.user, &id).await? {
+                    Some(now) if now.last_active_at < cutoff => {
+                        self.erase(&now).await?;
+                        erased.push(now);
+                    }
+                    _ => {}
+                }
             }
+            idle = erased;
         }
         Ok(PurgeReport {
             cutoff,
