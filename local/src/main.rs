@@ -8,6 +8,7 @@ mod mcp_stdio;
 mod presign_secret;
 mod secrets;
 mod server;
+mod sessions;
 
 use clap::{Parser, Subcommand};
 use std::sync::Arc;
@@ -60,6 +61,14 @@ enum Command {
     Secrets {
         #[command(subcommand)]
         action: SecretsAction,
+    },
+    /// Erase workspaces idle longer than WORKSPACE_PURGE_AFTER_DAYS (default 90): files,
+    /// versions, artifacts, sessions. Stop the server first (the database admits one
+    /// process).
+    Purge {
+        /// Only list what would be erased.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -135,6 +144,7 @@ async fn main() {
             })
             .await
         }
+        Some(Command::Purge { dry_run }) => sessions::purge(dry_run).await,
     };
     if let Err(e) = result {
         eprintln!("workspace-local: {e}");
@@ -249,6 +259,7 @@ async fn serve() -> Result<(), String> {
     let cfg = config::Config::from_env()?;
     let (service, store) = local_service(&cfg)?;
     let (auth, key_source) = keys::authenticator(cfg.api_keys.as_deref(), &cfg.data_dir).await?;
+    let session_service = Arc::new(sessions::service(store.clone(), &cfg.data_dir)?);
     let listener = tokio::net::TcpListener::bind(cfg.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.addr))?;
@@ -271,7 +282,8 @@ async fn serve() -> Result<(), String> {
             )
             .with_blobs(
                 BlobService::new(store, clock, cfg.blob_limits.clone()).with_local_presign(local),
-            ),
+            )
+            .with_sessions(session_service),
     );
     server::banner(addr, &cfg.data_dir, &key_source);
     server::serve(listener, app).await

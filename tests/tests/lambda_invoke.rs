@@ -109,6 +109,10 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         ("WORKSPACE_ORPHAN_GRACE_SECONDS", "3600".to_owned()),
         ("WORKSPACE_CACHE_TABLE", caps.cache_table.clone()),
         ("WORKSPACE_BLOB_S3_BUCKET", caps.blob_bucket.clone()),
+        (
+            "WORKSPACE_SESSION_TOKEN_KEY",
+            "test-session-token-key-0123456789abcdef".to_owned(),
+        ),
     ];
     let watch = tokio::task::spawn_blocking(move || start_watch(&settings))
         .await
@@ -182,6 +186,16 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         serde_json::json!([]),
         "{removed}"
     );
+    // The workspace service on DynamoDB and S3: an idempotent local create, and a purge
+    // that finds nothing idle.
+    let created = invoke(w, "fn-workspaces", "workspaces-create.json");
+    assert_eq!(status(&created), 201, "{created}");
+    let again = invoke(w, "fn-workspaces", "workspaces-create.json");
+    assert_eq!(status(&again), 200, "{again}");
+    assert_eq!(body(&again)["workspaceId"], body(&created)["workspaceId"]);
+    let purged = invoke(w, "fn-purge", "schedule-purge.json");
+    assert_eq!(purged["workspaces"], serde_json::json!([]), "{purged}");
+
     let swept = invoke(w, "fn-sweep", "schedule-sweep.json");
     assert!(
         swept["examined"].as_u64().is_some_and(|n| n >= 1),

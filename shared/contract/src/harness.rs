@@ -247,6 +247,31 @@ impl Harness {
         }
     }
 
+    /// Rebuilds the app around the same stores (a suite serving more routes attaches its
+    /// service here).
+    pub fn map_app(self, f: impl FnOnce(App) -> App) -> Self {
+        let Self {
+            app,
+            meta,
+            bodies,
+            secrets,
+            clock,
+            _guard,
+        } = self;
+        let app = match Arc::try_unwrap(app) {
+            Ok(app) => Arc::new(f(app)),
+            Err(_) => panic!("map_app before the app is shared"),
+        };
+        Self {
+            app,
+            meta,
+            bodies,
+            secrets,
+            clock,
+            _guard,
+        }
+    }
+
     /// A request with `key` as the bearer credential (no credential when `None`).
     pub fn call(&self, method: Method, uri: &str, key: Option<&str>) -> Call<'_> {
         let mut builder = Request::builder().method(method).uri(uri);

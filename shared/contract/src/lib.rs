@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod pins;
 pub mod protocol;
 pub mod redaction;
+pub mod sessions;
 pub mod snapshots;
 
 pub use harness::{Backend, Capabilities, Harness};

@@ -14,6 +14,7 @@ pub mod redact;
 pub mod scope;
 pub mod secrets;
 pub mod service;
+pub mod sessions;
 pub mod signed_url;
 
 pub use error::{Result, WorkspaceError};

@@ -9,11 +9,31 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 use workspace_core::keys::{key_digest, KeyStore};
+use workspace_core::sessions::Caller;
 use workspace_core::{Access, Identity, Result, Scope, TenantId, WorkspaceError, WorkspaceId};
 
 #[async_trait]
 pub trait Authenticator: Send + Sync {
     async fn authenticate(&self, parts: &Parts) -> Result<Identity>;
+
+    /// Tenant and principal alone, for the `/workspaces` API, which names no workspace in
+    /// the credential (a tenant-wide key needs no `X-Workspace-Id` there).
+    async fn caller(&self, parts: &Parts) -> Result<Caller> {
+        let who = self.authenticate(parts).await?;
+        Ok(Caller {
+            tenant: who.scope.tenant,
+            principal: who.principal,
+            access: who.access,
+        })
+    }
+}
+
+fn caller_of(grant: &Grant) -> Caller {
+    Caller {
+        tenant: grant.tenant.clone(),
+        principal: grant.principal.clone(),
+        access: grant.access,
+    }
 }
 
 /// The bearer token of a request, if it has one.
@@ -202,6 +222,13 @@ impl Authenticator for ApiKeys {
             .ok_or_else(|| WorkspaceError::Unauthenticated("unknown API key".to_owned()))?;
         resolve(grant, parts)
     }
+
+    async fn caller(&self, parts: &Parts) -> Result<Caller> {
+        let token = bearer_token(parts)?;
+        self.lookup(token)
+            .map(caller_of)
+            .ok_or_else(|| WorkspaceError::Unauthenticated("unknown API key".to_owned()))
+    }
 }
 
 /// Managed keys, looked up by digest on every request, so a key created or revoked while
@@ -219,6 +246,16 @@ impl ManagedKeys {
 #[async_trait]
 impl Authenticator for ManagedKeys {
     async fn authenticate(&self, parts: &Parts) -> Result<Identity> {
+        resolve(&self.grant(parts).await?, parts)
+    }
+
+    async fn caller(&self, parts: &Parts) -> Result<Caller> {
+        Ok(caller_of(&self.grant(parts).await?))
+    }
+}
+
+impl ManagedKeys {
+    async fn grant(&self, parts: &Parts) -> Result<Grant> {
         let token = bearer_token(parts)?;
         let unknown = || WorkspaceError::Unauthenticated("unknown or revoked API key".to_owned());
         let key = self
@@ -238,7 +275,7 @@ impl Authenticator for ManagedKeys {
             principal: key.principal.clone(),
             access: key.access(),
         };
-        resolve(&grant, parts)
+        Ok(grant)
     }
 }
 
@@ -251,6 +288,17 @@ impl Authenticator for AnyOf {
         let mut last = WorkspaceError::Unauthenticated("unknown API key".to_owned());
         for a in &self.0 {
             match a.authenticate(parts).await {
+                Err(e @ WorkspaceError::Unauthenticated(_)) => last = e,
+                decided => return decided,
+            }
+        }
+        Err(last)
+    }
+
+    async fn caller(&self, parts: &Parts) -> Result<Caller> {
+        let mut last = WorkspaceError::Unauthenticated("unknown API key".to_owned());
+        for a in &self.0 {
+            match a.caller(parts).await {
                 Err(e @ WorkspaceError::Unauthenticated(_)) => last = e,
                 decided => return decided,
             }

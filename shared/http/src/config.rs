@@ -68,6 +68,42 @@ pub fn snapshot_ttl_ms_from_env(get: &impl Fn(&str) -> Option<String>) -> Result
     Ok(i64::try_from(secs).unwrap_or(0) * 1000)
 }
 
+/// The workspace service's limits: `WORKSPACE_MAX_ARTIFACT_BYTES` (default 1 MiB) and
+/// `WORKSPACE_PURGE_AFTER_DAYS` (default 90).
+pub fn session_limits_from_env(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<workspace_core::sessions::SessionLimits> {
+    let d = workspace_core::sessions::SessionLimits::default();
+    let limits = workspace_core::sessions::SessionLimits {
+        max_artifact_bytes: env_u64(get, "WORKSPACE_MAX_ARTIFACT_BYTES", d.max_artifact_bytes)?,
+        purge_after_days: env_u64(get, "WORKSPACE_PURGE_AFTER_DAYS", d.purge_after_days)?,
+    };
+    if limits.max_artifact_bytes == 0 || limits.purge_after_days == 0 {
+        return Err(WorkspaceError::validation(
+            "WORKSPACE_MAX_ARTIFACT_BYTES and WORKSPACE_PURGE_AFTER_DAYS must be at least 1",
+        ));
+    }
+    Ok(limits)
+}
+
+/// The paging-token key from `WORKSPACE_SESSION_TOKEN_KEY` (32+ characters), if set.
+pub fn token_key_from_env(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<workspace_core::sessions::token::TokenKey>> {
+    get("WORKSPACE_SESSION_TOKEN_KEY")
+        .filter(|k| !k.trim().is_empty())
+        .map(|k| {
+            workspace_core::sessions::token::TokenKey::new(k.trim().as_bytes().to_vec()).map_err(
+                |_| {
+                    WorkspaceError::validation(
+                        "WORKSPACE_SESSION_TOKEN_KEY must be at least 32 characters",
+                    )
+                },
+            )
+        })
+        .transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod request;
 pub mod routes;
 mod scope_check;
+pub mod sessions;
 pub mod snapshots;
 pub mod versions;
 
@@ -28,6 +29,7 @@ use serde_json::json;
 use std::sync::Arc;
 use workspace_core::blob::{BlobService, SIGNED_BLOB_PREFIX};
 use workspace_core::cache::CacheService;
+use workspace_core::sessions::SessionService;
 use workspace_core::{Identity, Result, WorkspaceError, WorkspaceService};
 
 fn require_read(who: &Identity) -> Result<()> {
@@ -73,6 +75,8 @@ pub struct App {
     pub blobs: Option<Arc<BlobService>>,
     /// RFC 0019 TTL cache, when this deployment provides it.
     pub cache: Option<Arc<CacheService>>,
+    /// The workspace service for agent sessions (`/workspaces`), where deployed.
+    pub sessions: Option<Arc<SessionService>>,
 }
 
 fn not_provided(what: &str) -> WorkspaceError {
@@ -87,7 +91,13 @@ impl App {
             function: None,
             blobs: None,
             cache: None,
+            sessions: None,
         }
+    }
+
+    pub fn with_sessions(mut self, sessions: Arc<SessionService>) -> Self {
+        self.sessions = Some(sessions);
+        self
     }
 
     pub fn with_blobs(mut self, blobs: BlobService) -> Self {
@@ -229,6 +239,10 @@ impl App {
         body: &Bytes,
     ) -> Result<HttpResponse> {
         let limits = self.service.limits();
+        if sessions::serves(route) {
+            // These routes carry their parameters in the path (`tail` is the whole path).
+            return sessions::dispatch(self, route, parts, tail, body).await;
+        }
         match route {
             Route::Health => Ok(json_response(
                 StatusCode::OK,
@@ -346,6 +360,7 @@ impl App {
                 require_write(&who)?;
                 snapshots::delete(&self.service, &who, tail).await
             }
+            _ => Err(WorkspaceError::internal("route has no handler")),
         }
     }
 }

@@ -30,6 +30,17 @@ pub enum Route {
     CreateSnapshot,
     GetSnapshot,
     DeleteSnapshot,
+    // The workspace service for agent sessions (`sessions/`).
+    CreateWorkspace,
+    ListWorkspaces,
+    GetWorkspace,
+    DeleteWorkspace,
+    UploadArtifact,
+    ListArtifacts,
+    GetArtifact,
+    ListSessions,
+    SessionHistory,
+    DeleteSession,
 }
 
 /// One row: method + API Gateway path pattern → route, and the function that serves it.
@@ -200,6 +211,66 @@ pub const ROUTES: &[RouteSpec] = &[
         route: Route::DeleteSnapshot,
         function: "snapshots",
     },
+    RouteSpec {
+        method: Method::POST,
+        pattern: "/workspaces",
+        route: Route::CreateWorkspace,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/workspaces",
+        route: Route::ListWorkspaces,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/workspaces/{id}",
+        route: Route::GetWorkspace,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::DELETE,
+        pattern: "/workspaces/{id}",
+        route: Route::DeleteWorkspace,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::POST,
+        pattern: "/workspaces/{id}/artifacts",
+        route: Route::UploadArtifact,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/workspaces/{id}/artifacts",
+        route: Route::ListArtifacts,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/workspaces/{id}/artifacts/{artifactId}",
+        route: Route::GetArtifact,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/workspaces/{id}/sessions",
+        route: Route::ListSessions,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/workspaces/{id}/sessions/{sessionId}/history",
+        route: Route::SessionHistory,
+        function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::DELETE,
+        pattern: "/workspaces/{id}/sessions/{sessionId}",
+        route: Route::DeleteSession,
+        function: "workspaces",
+    },
 ];
 
 /// The outcome of matching a request path against the table.
@@ -332,6 +403,27 @@ mod tests {
         );
         assert!(matches!(
             match_route(&Method::POST, "/v1/host/blob/default/a"),
+            Matched::MethodNotAllowed { .. }
+        ));
+    }
+
+    #[test]
+    fn named_segments_match_one_non_empty_segment() {
+        let m = match_route(&Method::GET, "/workspaces/w1/sessions/s1/history");
+        assert!(
+            matches!(m, Matched::Route { spec, tail: Some("w1/sessions/s1/history") } if spec.route == Route::SessionHistory)
+        );
+        let m = match_route(&Method::DELETE, "/workspaces/w1");
+        assert!(matches!(m, Matched::Route { spec, .. } if spec.route == Route::DeleteWorkspace));
+        for none in [
+            "/workspaces//artifacts",
+            "/workspaces/w1/artifacts/a/b",
+            "/workspaces/w1/x",
+        ] {
+            assert_eq!(match_route(&Method::GET, none), Matched::NotFound, "{none}");
+        }
+        assert!(matches!(
+            match_route(&Method::PUT, "/workspaces/w1"),
             Matched::MethodNotAllowed { .. }
         ));
     }

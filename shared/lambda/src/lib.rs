@@ -5,6 +5,7 @@
 pub mod authorizer;
 pub mod identity;
 pub mod jobs;
+pub mod sessions;
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -47,9 +48,13 @@ pub async fn build_app(
         Option<Arc<dyn CacheStore>>,
         Option<Arc<dyn BlobStore>>,
     );
-    let (meta, bodies, secrets, cache, blobs): Ports = if get("WORKSPACE_TABLE").is_some() {
+    let on_aws = get("WORKSPACE_TABLE").is_some();
+    let session_stores: sessions::Stores;
+    let (meta, bodies, secrets, cache, blobs): Ports = if on_aws {
         let clients = AwsClients::from_env().await;
         let table = required(&get, "WORKSPACE_TABLE")?;
+        session_stores =
+            sessions::aws_stores(&clients, &table, &required(&get, "WORKSPACE_BUCKET")?);
         // RFC 0019: the cache table and blob bucket, when the deployment has them.
         let cache = get("WORKSPACE_CACHE_TABLE")
             .filter(|t| !t.trim().is_empty())
@@ -73,6 +78,7 @@ pub async fn build_app(
         let dir = get("WORKSPACE_DATA_DIR").unwrap_or_else(|| "/tmp/workspace-data".to_owned());
         let dir = std::path::Path::new(&dir);
         let store = Arc::new(EmbeddedStore::open(dir)?);
+        session_stores = (store.clone(), store.clone());
         (
             store.clone(),
             store.clone(),
@@ -82,6 +88,7 @@ pub async fn build_app(
         )
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let session_bodies = bodies.clone();
     // Events come from the DynamoDB stream (functions/publish), never from the request path.
     let service = WorkspaceService::new(
         meta,
@@ -107,6 +114,10 @@ pub async fn build_app(
         app = app.with_blobs(BlobService::new(b, clock, blob_limits_from_env(&get)?));
     }
     app.function = Some(function);
+    if function == sessions::FUNCTION {
+        let svc = sessions::service(&get, on_aws, session_stores, session_bodies)?;
+        app = app.with_sessions(Arc::new(svc));
+    }
     Ok(app)
 }
 

@@ -14,6 +14,7 @@ pub mod keys_table;
 pub mod publisher;
 pub mod s3;
 pub mod secrets_table;
+pub mod sessions;
 pub mod sweeper;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -17,6 +17,7 @@ mod capabilities;
 pub mod json_file;
 pub mod keys;
 pub mod secrets;
+pub mod sessions;
 
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -80,6 +81,7 @@ impl EmbeddedStore {
         txn.open_table(BODIES).map_err(db_err)?;
         capabilities::create_tables(&txn)?;
         txn.open_table(SNAPSHOTS).map_err(db_err)?;
+        sessions::create_tables(&txn)?;
         txn.commit().map_err(db_err)?;
         Ok(Self { db: Arc::new(db) })
     }

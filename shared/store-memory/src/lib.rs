@@ -4,6 +4,7 @@
 mod capabilities;
 
 pub use capabilities::{MemoryBlobs, MemoryCache};
+pub mod sessions;
 
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};

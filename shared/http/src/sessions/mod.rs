@@ -1,0 +1,182 @@
+//! The workspace service for agent sessions over HTTP: `/workspaces` and below. Tenant and
+//! user come from the credential ([`Authenticator::caller`]); a request that names another
+//! tenant or user (body `tenantId`/`userId`, `X-Tenant-Id`, query) is 403, and another
+//! user's or tenant's workspace is simply not found (404).
+
+mod artifacts;
+mod workspaces;
+
+use crate::envelope::HttpResponse;
+use crate::request::Query;
+use crate::routes::Route;
+use crate::App;
+use bytes::Bytes;
+use http::request::Parts;
+use serde_json::Value;
+use workspace_core::model::{format_time, Millis};
+use workspace_core::sessions::{Caller, SessionService};
+use workspace_core::{Result, WorkspaceError};
+
+/// The path parameters of a `/workspaces/{id}/...` route, in order, from the route's tail
+/// (the path from its first parameter on).
+fn params(tail: &str) -> Vec<&str> {
+    // "{id}/artifacts/{artifactId}" → [id, artifactId]
+    tail.split('/')
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 0)
+        .map(|(_, s)| s)
+        .collect()
+}
+
+fn param<'a>(ps: &[&'a str], i: usize) -> &'a str {
+    ps.get(i).copied().unwrap_or("")
+}
+
+pub(crate) fn time(ms: Millis) -> Value {
+    Value::String(format_time(ms))
+}
+
+/// WCT-1: the caller's tenant and user come from the credential; naming others is 403.
+fn names_only_itself(caller: &Caller, parts: &Parts, body: &Bytes) -> Result<()> {
+    let mut tenants: Vec<String> = parts
+        .headers
+        .get_all("x-tenant-id")
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect();
+    let mut users: Vec<String> = Vec::new();
+    if let Ok(q) = Query::parse(parts) {
+        tenants.extend(
+            ["tenantId", "tenant"]
+                .iter()
+                .filter_map(|n| q.get(n))
+                .map(str::to_owned),
+        );
+        users.extend(
+            ["userId", "user"]
+                .iter()
+                .filter_map(|n| q.get(n))
+                .map(str::to_owned),
+        );
+    }
+    if let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(body) {
+        let field = |names: &[&str]| -> Vec<String> {
+            names
+                .iter()
+                .filter_map(|n| obj.get(*n))
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .collect()
+        };
+        tenants.extend(field(&["tenantId", "tenant_id", "tenant"]));
+        users.extend(field(&["userId", "user_id", "user"]));
+    }
+    if tenants.iter().any(|t| t != caller.tenant.as_str())
+        || users.iter().any(|u| *u != caller.principal)
+    {
+        return Err(WorkspaceError::Forbidden(
+            "the request names a tenant or user other than the credential's own".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+fn need(caller: &Caller, write: bool) -> Result<()> {
+    let ok = if write {
+        caller.access.write
+    } else {
+        caller.access.read
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(WorkspaceError::Forbidden(format!(
+            "this credential needs the workspace:{} scope",
+            if write { "write" } else { "read" }
+        )))
+    }
+}
+
+pub(crate) fn json_body<T: serde::de::DeserializeOwned>(body: &Bytes, shape: &str) -> Result<T> {
+    serde_json::from_slice(body)
+        .map_err(|e| WorkspaceError::validation(format!("body must be {shape}: {e}")))
+}
+
+/// Serves one `/workspaces` route.
+pub async fn dispatch(
+    app: &App,
+    route: Route,
+    parts: &Parts,
+    path: &str,
+    body: &Bytes,
+) -> Result<HttpResponse> {
+    let Some(svc) = app.sessions.as_deref() else {
+        return Err(WorkspaceError::NotProvided(
+            "this deployment does not serve the workspace API".to_owned(),
+        ));
+    };
+    let caller = app.auth.caller(parts).await?;
+    // Base64 adds a third and JSON escaping up to six times: anything larger cannot hold
+    // an artifact within the cap, and is refused before it is parsed.
+    let max = svc.limits().max_artifact_bytes;
+    let cap = usize::try_from(max.saturating_mul(6)).unwrap_or(usize::MAX);
+    if body.len() > cap.saturating_add(64 * 1024) {
+        return Err(WorkspaceError::TooLarge {
+            message: format!("request body is too large for WORKSPACE_MAX_ARTIFACT_BYTES = {max}"),
+            limit: max,
+        });
+    }
+    names_only_itself(&caller, parts, body)?;
+    let write = matches!(
+        route,
+        Route::CreateWorkspace
+            | Route::DeleteWorkspace
+            | Route::UploadArtifact
+            | Route::DeleteSession
+    );
+    need(&caller, write)?;
+    let ps = params(path);
+    let id = param(&ps, 0);
+    let svc: &SessionService = svc;
+    match route {
+        Route::CreateWorkspace => workspaces::create(svc, &caller, body).await,
+        Route::ListWorkspaces => workspaces::list(svc, &caller, parts).await,
+        Route::GetWorkspace => workspaces::get(svc, &caller, id).await,
+        Route::DeleteWorkspace => workspaces::delete(svc, &caller, id).await,
+        Route::UploadArtifact => artifacts::upload(svc, &app.service, &caller, id, body).await,
+        Route::ListArtifacts => artifacts::list(svc, &caller, id, parts).await,
+        Route::GetArtifact => artifacts::get(svc, &caller, id, param(&ps, 1)).await,
+        Route::ListSessions => artifacts::sessions(svc, &caller, id, parts).await,
+        Route::SessionHistory => artifacts::history(svc, &caller, id, param(&ps, 1)).await,
+        Route::DeleteSession => artifacts::delete_session(svc, &caller, id, param(&ps, 1)).await,
+        _ => Err(WorkspaceError::internal("not a workspace API route")),
+    }
+}
+
+/// Whether `route` is served here.
+pub fn serves(route: Route) -> bool {
+    matches!(
+        route,
+        Route::CreateWorkspace
+            | Route::ListWorkspaces
+            | Route::GetWorkspace
+            | Route::DeleteWorkspace
+            | Route::UploadArtifact
+            | Route::ListArtifacts
+            | Route::GetArtifact
+            | Route::ListSessions
+            | Route::SessionHistory
+            | Route::DeleteSession
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::params;
+
+    #[test]
+    fn params_are_every_other_segment_of_the_tail() {
+        assert_eq!(params("w1"), ["w1"]);
+        assert_eq!(params("w1/artifacts/a1"), ["w1", "a1"]);
+        assert_eq!(params("w1/sessions/s1/history"), ["w1", "s1"]);
+    }
+}

@@ -1,0 +1,100 @@
+//! The workspace service for agent sessions on Lambda: the `workspaces` function's
+//! service, and the scheduled inactivity purge (`functions/purge`).
+
+use crate::{init_tracing, required};
+use lambda_runtime::{service_fn, Error, LambdaEvent};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use workspace_core::ports::{BodyStore, RandomIds, SystemClock};
+use workspace_core::sessions::ports::{BodyEraser, SessionStore};
+use workspace_core::sessions::token::TokenKey;
+use workspace_core::sessions::SessionService;
+use workspace_http::config::{session_limits_from_env, token_key_from_env};
+use workspace_store_aws::sessions::{DynamoSessions, S3Eraser};
+use workspace_store_aws::{AwsClients, S3Bodies};
+
+/// The function that serves `/workspaces`.
+pub const FUNCTION: &str = "workspaces";
+
+pub type Stores = (Arc<dyn SessionStore>, Arc<dyn BodyEraser>);
+
+pub fn aws_stores(clients: &AwsClients, table: &str, bucket: &str) -> Stores {
+    (
+        Arc::new(DynamoSessions::new(clients.dynamodb.clone(), table)),
+        Arc::new(S3Eraser::new(clients.s3.clone(), bucket)),
+    )
+}
+
+/// The service, with its paging-token key from `WORKSPACE_SESSION_TOKEN_KEY` (the
+/// template resolves it from a generated Secrets Manager secret). Required on AWS, where
+/// every container must verify the others' tokens; a laptop run without it gets a key
+/// per process.
+pub fn service(
+    get: &impl Fn(&str) -> Option<String>,
+    on_aws: bool,
+    (store, eraser): Stores,
+    bodies: Arc<dyn BodyStore>,
+) -> Result<SessionService, Error> {
+    let key = match token_key_from_env(get)? {
+        Some(k) => k,
+        None if on_aws => return Err("WORKSPACE_SESSION_TOKEN_KEY must be set".into()),
+        None => {
+            tracing::warn!(
+                "WORKSPACE_SESSION_TOKEN_KEY is not set: paging tokens last one process"
+            );
+            TokenKey::random()
+        }
+    };
+    Ok(SessionService::new(
+        store,
+        bodies,
+        eraser,
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        key,
+        session_limits_from_env(get)?,
+    ))
+}
+
+/// One purge run; the answer lists what was erased (or would be, in a dry run).
+pub async fn purge_handler(svc: &SessionService, event: &Value) -> Result<Value, Error> {
+    let dry_run = event
+        .get("dryRun")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let report = svc.purge(dry_run).await?;
+    Ok(json!({
+        "dryRun": report.dry_run,
+        "cutoff": workspace_core::model::format_time(report.cutoff),
+        "workspaces": report
+            .workspaces
+            .iter()
+            .map(|w| json!({ "tenantId": w.tenant, "workspaceId": w.workspace_id }))
+            .collect::<Vec<_>>(),
+    }))
+}
+
+pub async fn run_purge() -> Result<(), Error> {
+    init_tracing();
+    let get = |k: &str| std::env::var(k).ok();
+    let clients = AwsClients::from_env().await;
+    let table = required(&get, "WORKSPACE_TABLE")?;
+    let bucket = required(&get, "WORKSPACE_BUCKET")?;
+    let stores = aws_stores(&clients, &table, &bucket);
+    let bodies = Arc::new(S3Bodies::new(clients.s3.clone(), bucket));
+    // Purging issues no paging tokens; any key will do.
+    let svc = Arc::new(SessionService::new(
+        stores.0,
+        bodies,
+        stores.1,
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        TokenKey::random(),
+        session_limits_from_env(&get)?,
+    ));
+    lambda_runtime::run(service_fn(move |ev: LambdaEvent<Value>| {
+        let svc = svc.clone();
+        async move { purge_handler(&svc, &ev.payload).await }
+    }))
+    .await
+}

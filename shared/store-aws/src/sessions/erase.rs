@@ -1,0 +1,155 @@
+//! Bulk deletes: DynamoDB items by key (BatchWriteItem, 25 at a time, unprocessed items
+//! retried) and every S3 object version and delete marker under a prefix.
+
+use super::DynamoSessions;
+use crate::dynamo::aws_err;
+use crate::items::s;
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
+use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+use workspace_core::sessions::ports::BodyEraser;
+use workspace_core::{Result, WorkspaceError};
+
+/// BatchWriteItem takes at most 25 requests.
+const BATCH: usize = 25;
+/// Rounds of retrying unprocessed items before giving up (the caller can simply retry).
+const MAX_ROUNDS: usize = 20;
+
+impl DynamoSessions {
+    /// Deletes the items with these keys; returns how many were asked for.
+    pub(crate) async fn delete_keys(&self, keys: Vec<(String, String)>) -> Result<u64> {
+        let total = keys.len() as u64;
+        for chunk in keys.chunks(BATCH) {
+            let mut pending: Vec<WriteRequest> = chunk
+                .iter()
+                .map(|(pk, sk)| {
+                    DeleteRequest::builder()
+                        .key("pk", s(pk))
+                        .key("sk", s(sk))
+                        .build()
+                        .map(|d| WriteRequest::builder().delete_request(d).build())
+                        .map_err(aws_err)
+                })
+                .collect::<Result<_>>()?;
+            for round in 0.. {
+                if pending.is_empty() {
+                    break;
+                }
+                if round == MAX_ROUNDS {
+                    return Err(WorkspaceError::internal("items stayed unprocessed"));
+                }
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.table, pending)
+                    .send()
+                    .await
+                    .map_err(aws_err)?;
+                pending = out
+                    .unprocessed_items
+                    .and_then(|mut m| m.remove(&self.table))
+                    .unwrap_or_default();
+                if !pending.is_empty() {
+                    tokio::time::sleep(std::time::Duration::from_millis(50 << round.min(5))).await;
+                }
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// Erases S3 bodies by prefix, every version and delete marker.
+#[derive(Clone)]
+pub struct S3Eraser {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+}
+
+impl S3Eraser {
+    pub fn new(client: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
+        Self {
+            client,
+            bucket: bucket.into(),
+        }
+    }
+
+    /// One page of (key, version id) under `prefix`.
+    async fn versions(&self, prefix: &str) -> Result<Vec<ObjectIdentifier>> {
+        let mut out = Vec::new();
+        let (mut key_marker, mut version_marker) = (None, None);
+        loop {
+            let res = self
+                .client
+                .list_object_versions()
+                .bucket(&self.bucket)
+                .prefix(prefix)
+                .set_key_marker(key_marker.take())
+                .set_version_id_marker(version_marker.take())
+                .send()
+                .await
+                .map_err(aws_err)?;
+            let found = res
+                .versions()
+                .iter()
+                .map(|v| (v.key(), v.version_id()))
+                .chain(
+                    res.delete_markers()
+                        .iter()
+                        .map(|m| (m.key(), m.version_id())),
+                );
+            for (key, version) in found {
+                if let Some(key) = key {
+                    out.push(
+                        ObjectIdentifier::builder()
+                            .key(key)
+                            .set_version_id(version.map(str::to_owned))
+                            .build()
+                            .map_err(aws_err)?,
+                    );
+                }
+            }
+            if res.is_truncated() == Some(true) {
+                key_marker = res.next_key_marker;
+                version_marker = res.next_version_id_marker;
+            } else {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[async_trait]
+impl BodyEraser for S3Eraser {
+    async fn erase_prefix(&self, prefix: &str) -> Result<u64> {
+        let all = self.versions(prefix).await?;
+        for chunk in all.chunks(1000) {
+            let out = self
+                .client
+                .delete_objects()
+                .bucket(&self.bucket)
+                .delete(
+                    Delete::builder()
+                        .set_objects(Some(chunk.to_vec()))
+                        .quiet(true)
+                        .build()
+                        .map_err(aws_err)?,
+                )
+                .send()
+                .await
+                .map_err(aws_err)?;
+            if let Some(e) = out.errors().first() {
+                return Err(WorkspaceError::internal(format!(
+                    "S3 DeleteObjects failed for {:?}: {:?}",
+                    e.key(),
+                    e.code()
+                )));
+            }
+        }
+        Ok(all.len() as u64)
+    }
+
+    async fn count_prefix(&self, prefix: &str) -> Result<u64> {
+        Ok(self.versions(prefix).await?.len() as u64)
+    }
+}
