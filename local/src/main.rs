@@ -278,7 +278,8 @@ async fn serve() -> Result<(), String> {
         App::new(service, auth)
             .with_cache(
                 CacheService::new(store.clone(), clock.clone(), cfg.cache_limits)
-                    .with_redactor(cfg.redactor.clone()),
+                    .with_redactor(cfg.redactor.clone())
+                    .with_secrets(Arc::new(SecretFile::new(&cfg.data_dir))),
             )
             .with_blobs(
                 BlobService::new(store, clock, cfg.blob_limits.clone()).with_local_presign(local),

@@ -266,3 +266,27 @@ pub async fn cache_values_are_redacted(h: Harness) {
     let deep = v["value"]["list"][2]["deep"].as_str().unwrap_or_default();
     assert!(deep.contains("[REDACTED:"), "{v}");
 }
+
+/// Registered secrets (WSR-1) are redacted from cached values too, for their tenant only.
+pub async fn registered_secrets_are_redacted_from_cached_values(h: Harness) {
+    use crate::redaction::REGISTERED_VALUE;
+    let acme = workspace_core::TenantId::parse("acme").unwrap();
+    let record =
+        workspace_core::secrets::SecretRecord::new(&acme, "db-password", REGISTERED_VALUE, 0)
+            .unwrap();
+    h.secrets.put_secret(record).await.unwrap();
+    let body = json!({"value": {"dsn": format!("db {REGISTERED_VALUE}")}, "ttlSeconds": 60});
+    put(&h, KEY_A, "dsn", &body).await.assert_ok();
+    let r = get(&h, KEY_A, "dsn").await;
+    assert!(
+        !String::from_utf8_lossy(&r.body).contains(REGISTERED_VALUE),
+        "{r:?}"
+    );
+    assert_eq!(r.assert_ok()["value"]["dsn"], "db [REDACTED:db-password]");
+    // Another tenant's value is its own business: stored as written.
+    put(&h, KEY_EVIL, "dsn", &body).await.assert_ok();
+    assert_eq!(
+        get(&h, KEY_EVIL, "dsn").await.assert_ok()["value"]["dsn"],
+        format!("db {REGISTERED_VALUE}")
+    );
+}

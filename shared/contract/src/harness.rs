@@ -199,11 +199,10 @@ impl Harness {
             signer: UrlSigner::new(b"contract-suite-signing-secret-32".to_vec()),
             base_url: SIGNED_BASE.to_owned(),
         };
-        app.cache = Some(Arc::new(CacheService::new(
-            caps.cache,
-            clock.clone(),
-            CACHE_LIMITS,
-        )));
+        app.cache = Some(Arc::new(
+            CacheService::new(caps.cache, clock.clone(), CACHE_LIMITS)
+                .with_secrets(h.secrets.clone()),
+        ));
         app.blobs = Some(Arc::new(
             BlobService::new(caps.blobs, clock, blob_limits()).with_local_presign(local),
         ));

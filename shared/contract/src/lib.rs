@@ -92,6 +92,7 @@ macro_rules! capability_tests {
             cache::bad_keys_and_bodies_are_400,
             cache::cache_is_invisible_to_other_tenants_and_workspaces,
             cache::cache_values_are_redacted,
+            cache::registered_secrets_are_redacted_from_cached_values,
             blob::every_byte_value_round_trips,
             blob::content_type_etag_and_overwrite,
             blob::list_pages_with_prefix_and_cursor,

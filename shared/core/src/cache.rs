@@ -9,8 +9,9 @@ use crate::capability::CapabilityCode;
 use crate::error::{Result, WorkspaceError};
 use crate::model::Millis;
 use crate::ports::Clock;
-use crate::redact::Redactor;
+use crate::redact::{Redactor, RegisteredSecret};
 use crate::scope::Scope;
+use crate::secrets::{NoSecrets, SecretStore};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -91,10 +92,17 @@ pub struct CacheService {
     clock: Arc<dyn Clock>,
     limits: CacheLimits,
     redactor: Redactor,
+    secrets: Arc<dyn SecretStore>,
 }
 
-fn redact_str(redactor: &Redactor, s: &str, hits: &mut Vec<String>) -> String {
-    let r = redactor.redact(s, &[]);
+/// What a cache write redacts with: the deployment's rules and the tenant's secrets.
+struct Redaction<'a> {
+    redactor: &'a Redactor,
+    registered: &'a [RegisteredSecret],
+}
+
+fn redact_str(with: &Redaction<'_>, s: &str, hits: &mut Vec<String>) -> String {
+    let r = with.redactor.redact(s, with.registered);
     hits.extend(r.hits);
     r.text
 }
@@ -102,7 +110,7 @@ fn redact_str(redactor: &Redactor, s: &str, hits: &mut Vec<String>) -> String {
 /// WSR-1 for cache values: every string in the value (object keys included) goes through
 /// the file redactor one by one, so a replacement can never break the JSON around it.
 fn redact_value(
-    redactor: &Redactor,
+    redactor: &Redaction<'_>,
     value: &serde_json::Value,
     hits: &mut Vec<String>,
 ) -> serde_json::Value {
@@ -135,7 +143,15 @@ impl CacheService {
             clock,
             limits,
             redactor: Redactor::default(),
+            secrets: Arc::new(NoSecrets),
         }
+    }
+
+    /// Where the tenants' registered secrets are read from (WSR-1; default: none), so a
+    /// cached value never holds one either.
+    pub fn with_secrets(mut self, secrets: Arc<dyn SecretStore>) -> Self {
+        self.secrets = secrets;
+        self
     }
 
     /// Replaces the WSR-1 redactor (the default applies every structural rule).
@@ -171,8 +187,19 @@ impl CacheService {
             ));
         }
         // WSR-1: what is stored (and read back) is the redacted value.
+        let registered: Vec<RegisteredSecret> = self
+            .secrets
+            .secrets_of(&scope.tenant)
+            .await?
+            .iter()
+            .map(|s| s.as_registered())
+            .collect();
+        let with = Redaction {
+            redactor: &self.redactor,
+            registered: &registered,
+        };
         let mut hits = Vec::new();
-        let value = redact_value(&self.redactor, value, &mut hits);
+        let value = redact_value(&with, value, &mut hits);
         if !hits.is_empty() {
             tracing::info!(rules = ?hits, key = key.as_str(), "secrets redacted before caching");
         }

@@ -99,16 +99,16 @@ pub async fn build_app(
         limits,
     )
     .with_redactor(redactor_from_env(&get)?)
-    .with_secrets(secrets)
+    .with_secrets(secrets.clone())
     .with_snapshot_ttl_ms(snapshot_ttl_ms_from_env(&get)?);
     let claims = identity::ClaimNames::from_env(&get);
     let mut app = App::new(service, Arc::new(identity::AuthorizerClaims::new(claims)));
     if let Some(c) = cache {
-        app = app.with_cache(CacheService::new(
-            c,
-            clock.clone(),
-            cache_limits_from_env(&get)?,
-        ));
+        app = app.with_cache(
+            CacheService::new(c, clock.clone(), cache_limits_from_env(&get)?)
+                .with_redactor(redactor_from_env(&get)?)
+                .with_secrets(secrets),
+        );
     }
     if let Some(b) = blobs {
         app = app.with_blobs(BlobService::new(b, clock, blob_limits_from_env(&get)?));
