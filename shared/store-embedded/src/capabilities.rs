@@ -54,13 +54,7 @@ impl CacheStore for EmbeddedStore {
 
     async fn get(&self, scope: &Scope, key: &CacheKey) -> Result<Option<CacheEntry>> {
         let k = cache_key(scope, key);
-        self.blocking(move |db| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let table = txn.open_table(CACHE).map_err(db_err)?;
-            let found = table.get(k.as_str()).map_err(db_err)?;
-            found.map(|v| decode(v.value())).transpose()
-        })
-        .await
+        self.get_json(CACHE, k).await
     }
 
     async fn delete(&self, scope: &Scope, key: &CacheKey) -> Result<()> {
@@ -136,13 +130,7 @@ impl BlobStore for EmbeddedStore {
 
     async fn head(&self, loc: &BlobLocation) -> Result<Option<BlobMeta>> {
         let k = loc.storage_key();
-        self.blocking(move |db| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let metas = txn.open_table(BLOB_META).map_err(db_err)?;
-            let found = metas.get(k.as_str()).map_err(db_err)?;
-            found.map(|v| decode(v.value())).transpose()
-        })
-        .await
+        self.get_json(BLOB_META, k).await
     }
 
     async fn delete(&self, loc: &BlobLocation) -> Result<()> {

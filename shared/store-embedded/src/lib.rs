@@ -30,6 +30,9 @@ use workspace_core::ports::{
 };
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
+/// A table of JSON values under string keys.
+pub(crate) type JsonTable = TableDefinition<'static, &'static str, &'static [u8]>;
+
 const HEADS: TableDefinition<&str, &[u8]> = TableDefinition::new("heads");
 const VERSIONS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("versions");
 const IDEMPOTENCY: TableDefinition<&str, &[u8]> = TableDefinition::new("idempotency");
@@ -96,6 +99,20 @@ impl EmbeddedStore {
         tokio::task::spawn_blocking(move || f(&db))
             .await
             .map_err(db_err)?
+    }
+
+    /// One JSON value by its key, read in its own transaction.
+    pub(crate) async fn get_json<T>(&self, table: JsonTable, key: String) -> Result<Option<T>>
+    where
+        T: DeserializeOwned + Send + 'static,
+    {
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let t = txn.open_table(table).map_err(db_err)?;
+            let found = t.get(key.as_str()).map_err(db_err)?;
+            found.map(|v| decode(v.value())).transpose()
+        })
+        .await
     }
 }
 
@@ -173,13 +190,7 @@ fn apply(db: &Database, c: Commit) -> Result<CommitOutcome> {
 impl MetaStore for EmbeddedStore {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
         let key = head_key(scope, path.as_str());
-        self.blocking(move |db| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let table = txn.open_table(HEADS).map_err(db_err)?;
-            let found = table.get(key.as_str()).map_err(db_err)?;
-            found.map(|v| decode(v.value())).transpose()
-        })
-        .await
+        self.get_json(HEADS, key).await
     }
 
     async fn version(
@@ -240,13 +251,7 @@ impl MetaStore for EmbeddedStore {
 
     async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
         let key = format!("{}{key}", scope.key_prefix());
-        self.blocking(move |db| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let table = txn.open_table(IDEMPOTENCY).map_err(db_err)?;
-            let found = table.get(key.as_str()).map_err(db_err)?;
-            found.map(|v| decode(v.value())).transpose()
-        })
-        .await
+        self.get_json(IDEMPOTENCY, key).await
     }
 
     async fn live_count(&self, scope: &Scope) -> Result<u64> {
@@ -352,13 +357,7 @@ impl MetaStore for EmbeddedStore {
 
     async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
         let key = format!("{}{id}", scope.key_prefix());
-        self.blocking(move |db| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let t = txn.open_table(SNAPSHOTS).map_err(db_err)?;
-            let found = t.get(key.as_str()).map_err(db_err)?;
-            found.map(|v| decode(v.value())).transpose()
-        })
-        .await
+        self.get_json(SNAPSHOTS, key).await
     }
 
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {

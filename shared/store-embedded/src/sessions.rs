@@ -154,13 +154,7 @@ impl SessionStore for EmbeddedStore {
         id: &WorkspaceId,
     ) -> Result<Option<WorkspaceRecord>> {
         let key = format!("{}w/{id}", user_prefix(tenant.as_str(), user));
-        self.blocking(move |db| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let t = txn.open_table(WS_RECORDS).map_err(db_err)?;
-            let found = t.get(key.as_str()).map_err(db_err)?;
-            found.map(|v| decode(v.value())).transpose()
-        })
-        .await
+        self.get_json(WS_RECORDS, key).await
     }
 
     async fn list_workspaces(
@@ -276,13 +270,7 @@ impl SessionStore for EmbeddedStore {
 
     async fn artifact(&self, scope: &Scope, id: &str) -> Result<Option<ArtifactRecord>> {
         let key = art_key(scope, id);
-        self.blocking(move |db| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let t = txn.open_table(ARTIFACTS).map_err(db_err)?;
-            let found = t.get(key.as_str()).map_err(db_err)?;
-            found.map(|v| decode(v.value())).transpose()
-        })
-        .await
+        self.get_json(ARTIFACTS, key).await
     }
 
     async fn artifacts(&self, scope: &Scope) -> Result<Vec<ArtifactRecord>> {
@@ -293,13 +281,7 @@ impl SessionStore for EmbeddedStore {
 
     async fn session(&self, scope: &Scope, id: &str) -> Result<Option<SessionRecord>> {
         let key = session_key(scope, id);
-        self.blocking(move |db| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let t = txn.open_table(SESSIONS).map_err(db_err)?;
-            let found = t.get(key.as_str()).map_err(db_err)?;
-            found.map(|v| decode(v.value())).transpose()
-        })
-        .await
+        self.get_json(SESSIONS, key).await
     }
 
     async fn sessions(&self, scope: &Scope) -> Result<Vec<SessionRecord>> {
