@@ -46,31 +46,19 @@ pub fn unique(prefix: &str) -> String {
     )
 }
 
-pub struct Env {
-    pub clients: AwsClients,
-    pub bucket: String,
-    pub table: String,
-    pub stream_arn: Option<String>,
-}
-
-/// A versioned bucket and a streamed table of the template's shape, fresh for one test.
-pub async fn fresh(interceptor: Option<SharedInterceptor>) -> Env {
-    let conf = sdk_config();
-    let clients = AwsClients::from_sdk_config(&conf, interceptor);
-    let setup = AwsClients::from_sdk_config(&conf, None);
-    let bucket = unique("ws-bodies");
-    let table = unique("ws-meta");
+/// A versioned bucket named `bucket`, as the template declares both of ours.
+async fn versioned_bucket(setup: &AwsClients, bucket: &str) {
     setup
         .s3
         .create_bucket()
-        .bucket(&bucket)
+        .bucket(bucket)
         .send()
         .await
         .expect("create bucket");
     setup
         .s3
         .put_bucket_versioning()
-        .bucket(&bucket)
+        .bucket(bucket)
         .versioning_configuration(
             VersioningConfiguration::builder()
                 .status(BucketVersioningStatus::Enabled)
@@ -79,6 +67,13 @@ pub async fn fresh(interceptor: Option<SharedInterceptor>) -> Env {
         .send()
         .await
         .expect("enable versioning");
+}
+
+/// A table keyed by `pk` (hash) and `sk` (range), the shape of every table of ours.
+fn pk_sk_table(
+    setup: &AwsClients,
+    table: &str,
+) -> aws_sdk_dynamodb::operation::create_table::builders::CreateTableFluentBuilder {
     let key = |name: &str, kt: KeyType| {
         KeySchemaElement::builder()
             .attribute_name(name)
@@ -93,15 +88,33 @@ pub async fn fresh(interceptor: Option<SharedInterceptor>) -> Env {
             .build()
             .unwrap()
     };
-    let out = setup
+    setup
         .dynamodb
         .create_table()
-        .table_name(&table)
+        .table_name(table)
         .billing_mode(BillingMode::PayPerRequest)
         .key_schema(key("pk", KeyType::Hash))
         .key_schema(key("sk", KeyType::Range))
         .attribute_definitions(attr("pk"))
         .attribute_definitions(attr("sk"))
+}
+
+pub struct Env {
+    pub clients: AwsClients,
+    pub bucket: String,
+    pub table: String,
+    pub stream_arn: Option<String>,
+}
+
+/// A versioned bucket and a streamed table of the template's shape, fresh for one test.
+pub async fn fresh(interceptor: Option<SharedInterceptor>) -> Env {
+    let conf = sdk_config();
+    let clients = AwsClients::from_sdk_config(&conf, interceptor);
+    let setup = AwsClients::from_sdk_config(&conf, None);
+    let bucket = unique("ws-bodies");
+    let table = unique("ws-meta");
+    versioned_bucket(&setup, &bucket).await;
+    let out = pk_sk_table(&setup, &table)
         .stream_specification(
             StreamSpecification::builder()
                 .stream_enabled(true)
@@ -316,48 +329,8 @@ pub async fn fresh_capabilities() -> CapabilityEnv {
     let setup = AwsClients::from_sdk_config(&sdk_config(), None);
     let blob_bucket = unique("ws-blobs");
     let cache_table = unique("ws-cache");
-    setup
-        .s3
-        .create_bucket()
-        .bucket(&blob_bucket)
-        .send()
-        .await
-        .expect("create blob bucket");
-    setup
-        .s3
-        .put_bucket_versioning()
-        .bucket(&blob_bucket)
-        .versioning_configuration(
-            VersioningConfiguration::builder()
-                .status(BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .expect("enable versioning");
-    let key = |name: &str, kt: KeyType| {
-        KeySchemaElement::builder()
-            .attribute_name(name)
-            .key_type(kt)
-            .build()
-            .unwrap()
-    };
-    let attr = |name: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .unwrap()
-    };
-    setup
-        .dynamodb
-        .create_table()
-        .table_name(&cache_table)
-        .billing_mode(BillingMode::PayPerRequest)
-        .key_schema(key("pk", KeyType::Hash))
-        .key_schema(key("sk", KeyType::Range))
-        .attribute_definitions(attr("pk"))
-        .attribute_definitions(attr("sk"))
+    versioned_bucket(&setup, &blob_bucket).await;
+    pk_sk_table(&setup, &cache_table)
         .send()
         .await
         .expect("create cache table");
