@@ -9,7 +9,8 @@
 //! - `sessions`:    scope prefix + `s/<id>`                  → SessionRecord (JSON)
 
 use super::{
-    db_err, decode, encode, EmbeddedStore, BODIES, HEADS, IDEMPOTENCY, LIVE_COUNTS, VERSIONS,
+    db_err, decode, encode, EmbeddedStore, BODIES, HEADS, IDEMPOTENCY, LIVE_COUNTS, SNAPSHOTS,
+    VERSIONS,
 };
 use async_trait::async_trait;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
@@ -324,6 +325,7 @@ impl SessionStore for EmbeddedStore {
             n += drain_str(&txn, LIVE_COUNTS, &prefix)?;
             n += drain_str(&txn, ARTIFACTS, &prefix)?;
             n += drain_str(&txn, SESSIONS, &prefix)?;
+            n += drain_str(&txn, SNAPSHOTS, &prefix)?;
             {
                 let mut t = txn.open_table(VERSIONS).map_err(db_err)?;
                 let end = prefix_end(&prefix);
@@ -349,6 +351,7 @@ impl SessionStore for EmbeddedStore {
             n += count_str(db, LIVE_COUNTS, &prefix)?;
             n += count_str(db, ARTIFACTS, &prefix)?;
             n += count_str(db, SESSIONS, &prefix)?;
+            n += count_str(db, SNAPSHOTS, &prefix)?;
             let txn = db.begin_read().map_err(db_err)?;
             let t = txn.open_table(VERSIONS).map_err(db_err)?;
             let end = prefix_end(&prefix);

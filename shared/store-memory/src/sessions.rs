@@ -198,7 +198,10 @@ impl SessionStore for MemorySessions {
             n += st.sessions.remove(scope).map_or(0, |s| s.len() as u64);
         }
         if let Some(files) = self.meta.lock()?.remove(scope) {
-            n += (files.heads.len() + files.versions.len() + files.idempotency.len()) as u64;
+            n += (files.heads.len()
+                + files.versions.len()
+                + files.idempotency.len()
+                + files.snapshots.len()) as u64;
         }
         Ok(n)
     }
@@ -211,7 +214,10 @@ impl SessionStore for MemorySessions {
             n += st.sessions.get(scope).map_or(0, |s| s.len() as u64);
         }
         if let Some(files) = self.meta.lock()?.get(scope) {
-            n += (files.heads.len() + files.versions.len() + files.idempotency.len()) as u64;
+            n += (files.heads.len()
+                + files.versions.len()
+                + files.idempotency.len()
+                + files.snapshots.len()) as u64;
         }
         Ok(n)
     }

@@ -24,6 +24,17 @@ async fn filled(h: &SessionHarness) -> String {
         .await
         .assert_ok();
     }
+    // A run snapshot: its record and pins are workspace data too.
+    let snap = h
+        .call(
+            Method::POST,
+            "/v1/host/workspace/snapshots",
+            Some(KEY_TENANT),
+        )
+        .header("x-workspace-id", &ws)
+        .send()
+        .await;
+    assert_eq!(snap.status.as_u16(), 201, "{:?}", snap.body);
     h.tool_output(KEY_TENANT, &ws, "s1", "output").await;
     h.upload(
         KEY_TENANT,
@@ -35,7 +46,7 @@ async fn filled(h: &SessionHarness) -> String {
     .assert_ok();
     let (items, bodies) = h.remains(&ws).await;
     assert!(
-        items >= 8 && bodies >= 5,
+        items >= 9 && bodies >= 5,
         "filled: {items} items, {bodies} bodies"
     );
     ws
