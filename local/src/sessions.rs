@@ -15,7 +15,7 @@ use workspace_core::sessions::ports::{BodyEraser, SessionStore};
 use workspace_core::sessions::token::TokenKey;
 use workspace_core::sessions::SessionService;
 use workspace_http::config::{session_limits_from_env, token_key_from_env};
-use workspace_store_aws::sessions::{DynamoSessions, S3Eraser};
+use workspace_store_aws::sessions::{workspace_erasers, DynamoSessions};
 use workspace_store_aws::{AwsClients, S3Bodies};
 use workspace_store_embedded::EmbeddedStore;
 
@@ -51,24 +51,36 @@ fn token_key(data_dir: &Path) -> Result<TokenKey, String> {
 fn build(
     store: Arc<dyn SessionStore>,
     bodies: Arc<dyn BodyStore>,
-    eraser: Arc<dyn BodyEraser>,
+    erasers: Vec<Arc<dyn BodyEraser>>,
     key: TokenKey,
 ) -> Result<SessionService, String> {
     let get = |k: &str| std::env::var(k).ok();
-    Ok(SessionService::new(
+    let mut erasers = erasers.into_iter();
+    let first = erasers.next().ok_or("no body eraser configured")?;
+    let mut svc = SessionService::new(
         store,
         bodies,
-        eraser,
+        first,
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         key,
         session_limits_from_env(&get).map_err(|e| e.to_string())?,
-    ))
+    );
+    for e in erasers {
+        svc = svc.with_eraser(e);
+    }
+    Ok(svc)
 }
 
 /// The service over the server's embedded store.
 pub fn service(store: Arc<EmbeddedStore>, data_dir: &Path) -> Result<SessionService, String> {
-    build(store.clone(), store.clone(), store, token_key(data_dir)?)
+    // Blobs and cache entries live in the same database: the store erases them too.
+    build(
+        store.clone(),
+        store.clone(),
+        vec![store],
+        token_key(data_dir)?,
+    )
 }
 
 /// `workspace-local purge [--dry-run]`: over the local database (stop the server first:
@@ -89,7 +101,7 @@ pub async fn purge(dry_run: bool) -> Result<(), String> {
             build(
                 Arc::new(DynamoSessions::new(clients.dynamodb.clone(), table)),
                 Arc::new(S3Bodies::new(clients.s3.clone(), bucket.clone())),
-                Arc::new(S3Eraser::new(clients.s3.clone(), bucket)),
+                workspace_erasers(&|k: &str| std::env::var(k).ok(), &clients, &bucket),
                 TokenKey::random(),
             )?
         }
@@ -98,7 +110,12 @@ pub async fn purge(dry_run: bool) -> Result<(), String> {
                 EmbeddedStore::open(&cfg.data_dir)
                     .map_err(|e| format!("{e} (is the server running? stop it before purging)"))?,
             );
-            build(store.clone(), store.clone(), store, TokenKey::random())?
+            build(
+                store.clone(),
+                store.clone(),
+                vec![store],
+                TokenKey::random(),
+            )?
         }
     };
     let report = svc.purge(dry_run).await.map_err(|e| e.to_string())?;

@@ -75,6 +75,13 @@ impl Scope {
     pub fn key_prefix(&self) -> String {
         format!("t/{}/w/{}/", self.tenant, self.workspace)
     }
+
+    /// The scope whose [`Scope::key_prefix`] is exactly `prefix`.
+    pub fn from_key_prefix(prefix: &str) -> Option<Self> {
+        let rest = prefix.strip_prefix("t/")?.strip_suffix('/')?;
+        let (tenant, workspace) = rest.split_once("/w/")?;
+        Self::parse(tenant, workspace).ok()
+    }
 }
 
 impl fmt::Display for Scope {
@@ -165,5 +172,14 @@ mod tests {
         let a = Scope::parse("acme", "w").unwrap().key_prefix();
         let b = Scope::parse("acme-evil", "w").unwrap().key_prefix();
         assert!(!b.starts_with(&a) && !a.starts_with(&b));
+    }
+
+    #[test]
+    fn key_prefixes_name_their_scope() {
+        let s = Scope::parse("acme", "ws-1").unwrap();
+        assert_eq!(Scope::from_key_prefix(&s.key_prefix()), Some(s));
+        for bad in ["t/acme/w/ws-1", "t/acme/ws-1/", "t/a/b/w/c/", "x/acme/w/w/"] {
+            assert_eq!(Scope::from_key_prefix(bad), None, "{bad}");
+        }
     }
 }

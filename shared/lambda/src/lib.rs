@@ -54,7 +54,7 @@ pub async fn build_app(
         let clients = AwsClients::from_env().await;
         let table = required(&get, "WORKSPACE_TABLE")?;
         session_stores =
-            sessions::aws_stores(&clients, &table, &required(&get, "WORKSPACE_BUCKET")?);
+            sessions::aws_stores(&get, &clients, &table, &required(&get, "WORKSPACE_BUCKET")?);
         // RFC 0019: the cache table and blob bucket, when the deployment has them.
         let cache = get("WORKSPACE_CACHE_TABLE")
             .filter(|t| !t.trim().is_empty())
@@ -78,7 +78,7 @@ pub async fn build_app(
         let dir = get("WORKSPACE_DATA_DIR").unwrap_or_else(|| "/tmp/workspace-data".to_owned());
         let dir = std::path::Path::new(&dir);
         let store = Arc::new(EmbeddedStore::open(dir)?);
-        session_stores = (store.clone(), store.clone());
+        session_stores = (store.clone(), vec![store.clone()]);
         (
             store.clone(),
             store.clone(),

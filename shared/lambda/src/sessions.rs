@@ -10,19 +10,53 @@ use workspace_core::sessions::ports::{BodyEraser, SessionStore};
 use workspace_core::sessions::token::TokenKey;
 use workspace_core::sessions::SessionService;
 use workspace_http::config::{session_limits_from_env, token_key_from_env};
-use workspace_store_aws::sessions::{DynamoSessions, S3Eraser};
+use workspace_store_aws::sessions::{workspace_erasers, DynamoSessions};
 use workspace_store_aws::{AwsClients, S3Bodies};
 
 /// The function that serves `/workspaces`.
 pub const FUNCTION: &str = "workspaces";
 
-pub type Stores = (Arc<dyn SessionStore>, Arc<dyn BodyEraser>);
+/// The session store, and what a workspace delete erases by its key prefix (the first is
+/// the file bodies' eraser).
+pub type Stores = (Arc<dyn SessionStore>, Vec<Arc<dyn BodyEraser>>);
 
-pub fn aws_stores(clients: &AwsClients, table: &str, bucket: &str) -> Stores {
+/// On AWS: the main table and bucket, plus the RFC 0019 cache table and blob bucket where
+/// the stack has them (`WORKSPACE_CACHE_TABLE`, `WORKSPACE_BLOB_S3_BUCKET`), so a deleted
+/// or purged workspace leaves no blob or cache entry behind.
+pub fn aws_stores(
+    get: &impl Fn(&str) -> Option<String>,
+    clients: &AwsClients,
+    table: &str,
+    bucket: &str,
+) -> Stores {
     (
         Arc::new(DynamoSessions::new(clients.dynamodb.clone(), table)),
-        Arc::new(S3Eraser::new(clients.s3.clone(), bucket)),
+        workspace_erasers(get, clients, bucket),
     )
+}
+
+/// The service over `stores` with every eraser wired in.
+fn assemble(
+    (store, erasers): Stores,
+    bodies: Arc<dyn BodyStore>,
+    key: TokenKey,
+    limits: workspace_core::sessions::SessionLimits,
+) -> Result<SessionService, Error> {
+    let mut erasers = erasers.into_iter();
+    let first = erasers.next().ok_or("no body eraser configured")?;
+    let mut svc = SessionService::new(
+        store,
+        bodies,
+        first,
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        key,
+        limits,
+    );
+    for e in erasers {
+        svc = svc.with_eraser(e);
+    }
+    Ok(svc)
 }
 
 /// The service, with its paging-token key from `WORKSPACE_SESSION_TOKEN_KEY` (the
@@ -32,7 +66,7 @@ pub fn aws_stores(clients: &AwsClients, table: &str, bucket: &str) -> Stores {
 pub fn service(
     get: &impl Fn(&str) -> Option<String>,
     on_aws: bool,
-    (store, eraser): Stores,
+    stores: Stores,
     bodies: Arc<dyn BodyStore>,
 ) -> Result<SessionService, Error> {
     let key = match token_key_from_env(get)? {
@@ -45,15 +79,7 @@ pub fn service(
             TokenKey::random()
         }
     };
-    Ok(SessionService::new(
-        store,
-        bodies,
-        eraser,
-        Arc::new(SystemClock),
-        Arc::new(RandomIds),
-        key,
-        session_limits_from_env(get)?,
-    ))
+    assemble(stores, bodies, key, session_limits_from_env(get)?)
 }
 
 /// One purge run; the answer lists what was erased (or would be, in a dry run).
@@ -80,18 +106,15 @@ pub async fn run_purge() -> Result<(), Error> {
     let clients = AwsClients::from_env().await;
     let table = required(&get, "WORKSPACE_TABLE")?;
     let bucket = required(&get, "WORKSPACE_BUCKET")?;
-    let stores = aws_stores(&clients, &table, &bucket);
+    let stores = aws_stores(&get, &clients, &table, &bucket);
     let bodies = Arc::new(S3Bodies::new(clients.s3.clone(), bucket));
     // Purging issues no paging tokens; any key will do.
-    let svc = Arc::new(SessionService::new(
-        stores.0,
+    let svc = Arc::new(assemble(
+        stores,
         bodies,
-        stores.1,
-        Arc::new(SystemClock),
-        Arc::new(RandomIds),
         TokenKey::random(),
         session_limits_from_env(&get)?,
-    ));
+    )?);
     lambda_runtime::run(service_fn(move |ev: LambdaEvent<Value>| {
         let svc = svc.clone();
         async move { purge_handler(&svc, &ev.payload).await }

@@ -20,9 +20,9 @@ use workspace_core::model::Millis;
 use workspace_core::ports::{IdSource, RandomIds};
 use workspace_core::{PathPrefix, Result, Scope};
 
-const CACHE: TableDefinition<&str, &[u8]> = TableDefinition::new("cache");
-const BLOB_META: TableDefinition<&str, &[u8]> = TableDefinition::new("blob_meta");
-const BLOB_BYTES: TableDefinition<&str, &[u8]> = TableDefinition::new("blob_bytes");
+pub(crate) const CACHE: TableDefinition<&str, &[u8]> = TableDefinition::new("cache");
+pub(crate) const BLOB_META: TableDefinition<&str, &[u8]> = TableDefinition::new("blob_meta");
+pub(crate) const BLOB_BYTES: TableDefinition<&str, &[u8]> = TableDefinition::new("blob_bytes");
 
 /// Creates the tables at open, so readers never meet a missing one.
 pub(crate) fn create_tables(txn: &WriteTransaction) -> Result<()> {

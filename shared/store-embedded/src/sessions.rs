@@ -12,6 +12,7 @@ use super::{
     db_err, decode, encode, EmbeddedStore, BODIES, HEADS, IDEMPOTENCY, LIVE_COUNTS, SNAPSHOTS,
     VERSIONS,
 };
+use crate::capabilities::{BLOB_BYTES, BLOB_META, CACHE};
 use async_trait::async_trait;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
 use workspace_core::model::{sha256_hex, Millis};
@@ -383,6 +384,10 @@ impl BodyEraser for EmbeddedStore {
                     n += 1;
                 }
             }
+            // The RFC 0019 data of the workspace lives in the same file.
+            for table in [CACHE, BLOB_META, BLOB_BYTES] {
+                n += drain_str(&txn, table, &prefix)?;
+            }
             txn.commit().map_err(db_err)?;
             Ok(n)
         })
@@ -395,9 +400,14 @@ impl BodyEraser for EmbeddedStore {
             let txn = db.begin_read().map_err(db_err)?;
             let t = txn.open_table(BODIES).map_err(db_err)?;
             let end = prefix_end(&prefix);
-            Ok(t.range((prefix.as_str(), "")..(end.as_str(), ""))
+            let mut n = t
+                .range((prefix.as_str(), "")..(end.as_str(), ""))
                 .map_err(db_err)?
-                .count() as u64)
+                .count() as u64;
+            for table in [CACHE, BLOB_META, BLOB_BYTES] {
+                n += count_str(db, table, &prefix)?;
+            }
+            Ok(n)
         })
         .await
     }

@@ -18,7 +18,13 @@ async fn backend() -> SessionBackend {
             guard: Box::new(dir),
         },
         sessions: store.clone(),
-        eraser: store,
+        eraser: store.clone(),
+        // Blobs and cache live in the same file: the store's own eraser covers them.
+        caps: workspace_contract::Capabilities {
+            cache: store.clone(),
+            blobs: store,
+        },
+        more_erasers: Vec::new(),
     }
 }
 

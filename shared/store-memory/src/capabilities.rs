@@ -133,3 +133,25 @@ impl BlobStore for MemoryBlobs {
             .collect())
     }
 }
+
+/// Both maps are keyed by storage keys that start with the scope's prefix.
+macro_rules! keys_under {
+    ($ty:ty, $field:ident) => {
+        impl $ty {
+            pub(crate) fn erase_keys_under(&self, prefix: &str) -> Result<u64> {
+                let mut map = self.$field.lock().map_err(poisoned)?;
+                let before = map.len();
+                map.retain(|k, _| !k.starts_with(prefix));
+                Ok((before - map.len()) as u64)
+            }
+
+            pub(crate) fn count_keys_under(&self, prefix: &str) -> Result<u64> {
+                let map = self.$field.lock().map_err(poisoned)?;
+                Ok(map.keys().filter(|k| k.starts_with(prefix)).count() as u64)
+            }
+        }
+    };
+}
+
+keys_under!(MemoryCache, entries);
+keys_under!(MemoryBlobs, objects);

@@ -237,3 +237,25 @@ impl BodyEraser for MemoryBodies {
         Ok(bodies.keys().filter(|(k, _)| k.starts_with(prefix)).count() as u64)
     }
 }
+
+#[async_trait]
+impl BodyEraser for crate::MemoryCache {
+    async fn erase_prefix(&self, prefix: &str) -> Result<u64> {
+        self.erase_keys_under(prefix)
+    }
+
+    async fn count_prefix(&self, prefix: &str) -> Result<u64> {
+        self.count_keys_under(prefix)
+    }
+}
+
+#[async_trait]
+impl BodyEraser for crate::MemoryBlobs {
+    async fn erase_prefix(&self, prefix: &str) -> Result<u64> {
+        self.erase_keys_under(prefix)
+    }
+
+    async fn count_prefix(&self, prefix: &str) -> Result<u64> {
+        self.count_keys_under(prefix)
+    }
+}

@@ -4,11 +4,12 @@ use std::sync::Arc;
 use workspace_contract::sessions::SessionBackend;
 use workspace_contract::{sessions_contract_tests, Backend};
 use workspace_store_memory::sessions::MemorySessions;
-use workspace_store_memory::{MemoryBodies, MemoryMeta, MemorySecrets};
+use workspace_store_memory::{MemoryBlobs, MemoryBodies, MemoryCache, MemoryMeta, MemorySecrets};
 
 async fn backend() -> SessionBackend {
     let meta = MemoryMeta::default();
     let bodies = MemoryBodies::default();
+    let (cache, blobs) = (MemoryCache::default(), MemoryBlobs::default());
     SessionBackend {
         files: Backend {
             meta: Arc::new(meta.clone()),
@@ -18,6 +19,11 @@ async fn backend() -> SessionBackend {
         },
         sessions: Arc::new(MemorySessions::new(meta)),
         eraser: Arc::new(bodies),
+        caps: workspace_contract::Capabilities {
+            cache: Arc::new(cache.clone()),
+            blobs: Arc::new(blobs.clone()),
+        },
+        more_erasers: vec![Arc::new(cache), Arc::new(blobs)],
     }
 }
 

@@ -35,6 +35,22 @@ async fn filled(h: &SessionHarness) -> String {
         .send()
         .await;
     assert_eq!(snap.status.as_u16(), 201, "{:?}", snap.body);
+    // RFC 0019 data of the workspace: a blob and a cache entry.
+    for (uri, body) in [
+        ("/v1/host/blob/default/k.bin", "blob bytes".to_owned()),
+        (
+            "/v1/host/cache/k",
+            json!({"value": 1, "ttlSeconds": 600}).to_string(),
+        ),
+    ] {
+        let r = h
+            .call(Method::PUT, uri, Some(KEY_TENANT))
+            .header("x-workspace-id", &ws)
+            .body(body)
+            .send()
+            .await;
+        assert_eq!(r.status.as_u16(), 200, "{uri}: {:?}", r.body);
+    }
     h.tool_output(KEY_TENANT, &ws, "s1", "output").await;
     h.upload(
         KEY_TENANT,
@@ -46,7 +62,7 @@ async fn filled(h: &SessionHarness) -> String {
     .assert_ok();
     let (items, bodies) = h.remains(&ws).await;
     assert!(
-        items >= 9 && bodies >= 5,
+        items >= 9 && bodies >= 7,
         "filled: {items} items, {bodies} bodies"
     );
     ws

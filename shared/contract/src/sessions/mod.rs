@@ -24,6 +24,10 @@ pub struct SessionBackend {
     pub files: Backend,
     pub sessions: Arc<dyn SessionStore>,
     pub eraser: Arc<dyn BodyEraser>,
+    /// The RFC 0019 ports, so a deleted workspace's blobs and cache entries are checked too.
+    pub caps: crate::Capabilities,
+    /// What erases their data (and anything else per workspace) besides `eraser`.
+    pub more_erasers: Vec<Arc<dyn BodyEraser>>,
 }
 
 /// Small artifact cap so the 413 is cheap to reach.
@@ -45,8 +49,8 @@ impl std::ops::Deref for SessionHarness {
 impl SessionHarness {
     pub async fn new(b: SessionBackend) -> Self {
         let bodies = b.files.bodies.clone();
-        let h = Harness::new(b.files).await;
-        let svc = Arc::new(SessionService::new(
+        let h = Harness::with_capabilities(b.files, b.caps).await;
+        let mut svc = SessionService::new(
             b.sessions.clone(),
             bodies,
             b.eraser,
@@ -57,7 +61,11 @@ impl SessionHarness {
                 max_artifact_bytes: MAX_ARTIFACT_BYTES,
                 purge_after_days: 90,
             },
-        ));
+        );
+        for eraser in b.more_erasers {
+            svc = svc.with_eraser(eraser);
+        }
+        let svc = Arc::new(svc);
         let s = svc.clone();
         Self {
             h: h.map_app(move |app| app.with_sessions(s)),

@@ -32,7 +32,10 @@ impl SessionService {
     pub async fn erase(&self, ws: &WorkspaceRecord) -> Result<()> {
         let scope = Scope::parse(&ws.tenant, &ws.workspace_id)?;
         let items = self.store.erase_scope(&scope).await?;
-        let bodies = self.eraser.erase_prefix(&scope.key_prefix()).await?;
+        let mut bodies = 0;
+        for eraser in &self.erasers {
+            bodies += eraser.erase_prefix(&scope.key_prefix()).await?;
+        }
         self.store.remove_workspace(ws).await?;
         tracing::info!(
             tenant = %ws.tenant,
@@ -46,10 +49,11 @@ impl SessionService {
 
     /// How much of a workspace is left in storage: (metadata items, bodies).
     pub async fn remains(&self, scope: &Scope) -> Result<(u64, u64)> {
-        Ok((
-            self.store.items_under(scope).await?,
-            self.eraser.count_prefix(&scope.key_prefix()).await?,
-        ))
+        let mut bodies = 0;
+        for eraser in &self.erasers {
+            bodies += eraser.count_prefix(&scope.key_prefix()).await?;
+        }
+        Ok((self.store.items_under(scope).await?, bodies))
     }
 
     /// Erases every workspace idle since before `now - purge_after_days`; a dry run only

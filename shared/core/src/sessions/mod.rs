@@ -63,7 +63,9 @@ impl Default for SessionLimits {
 pub struct SessionService {
     store: Arc<dyn SessionStore>,
     bodies: Arc<dyn BodyStore>,
-    eraser: Arc<dyn BodyEraser>,
+    /// Everything a delete erases by the scope's key prefix: file bodies, and where deployed
+    /// the RFC 0019 blobs and cache entries.
+    erasers: Vec<Arc<dyn BodyEraser>>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdSource>,
     token_key: TokenKey,
@@ -90,12 +92,18 @@ impl SessionService {
         Self {
             store,
             bodies,
-            eraser,
+            erasers: vec![eraser],
             clock,
             ids,
             token_key,
             limits,
         }
+    }
+
+    /// Also erases what `eraser` holds under a deleted workspace's key prefix.
+    pub fn with_eraser(mut self, eraser: Arc<dyn BodyEraser>) -> Self {
+        self.erasers.push(eraser);
+        self
     }
 
     pub fn limits(&self) -> SessionLimits {

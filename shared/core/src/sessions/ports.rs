@@ -64,7 +64,8 @@ pub trait SessionStore: Send + Sync {
     async fn items_under(&self, scope: &Scope) -> Result<u64>;
 }
 
-/// Erasing bodies by key prefix (every body of a scope starts with `Scope::key_prefix`).
+/// Erasing bodies by key prefix (every body of a scope starts with `Scope::key_prefix`),
+/// and the same for other per-workspace data (blobs, cache entries).
 #[async_trait]
 pub trait BodyEraser: Send + Sync {
     /// Deletes every body (every stored version) under `prefix`; returns how many.

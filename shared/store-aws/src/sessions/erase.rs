@@ -153,3 +153,53 @@ impl BodyEraser for S3Eraser {
         Ok(self.versions(prefix).await?.len() as u64)
     }
 }
+
+/// Every item of a workspace's partition in another table of ours (the RFC 0019 cache
+/// table), erased with the workspace. The prefix handed over is the scope's key prefix.
+pub struct PartitionEraser(DynamoSessions);
+
+impl PartitionEraser {
+    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
+        Self(DynamoSessions::new(client, table))
+    }
+}
+
+fn scope_of(prefix: &str) -> Result<workspace_core::Scope> {
+    workspace_core::Scope::from_key_prefix(prefix).ok_or_else(|| {
+        WorkspaceError::internal(format!("'{prefix}' is not a workspace key prefix"))
+    })
+}
+
+#[async_trait]
+impl BodyEraser for PartitionEraser {
+    async fn erase_prefix(&self, prefix: &str) -> Result<u64> {
+        use workspace_core::sessions::ports::SessionStore;
+        self.0.erase_scope(&scope_of(prefix)?).await
+    }
+
+    async fn count_prefix(&self, prefix: &str) -> Result<u64> {
+        use workspace_core::sessions::ports::SessionStore;
+        self.0.items_under(&scope_of(prefix)?).await
+    }
+}
+
+/// Everything a workspace delete erases on AWS by the workspace's key prefix: the file
+/// bodies in `bucket`, and, where the stack has them, the RFC 0019 cache table's partition
+/// and blob bucket's objects (`WORKSPACE_CACHE_TABLE`, `WORKSPACE_BLOB_S3_BUCKET`, read
+/// through `get`). The first is the bodies' eraser.
+pub fn workspace_erasers(
+    get: &impl Fn(&str) -> Option<String>,
+    clients: &crate::AwsClients,
+    bucket: &str,
+) -> Vec<std::sync::Arc<dyn BodyEraser>> {
+    use std::sync::Arc;
+    let mut erasers: Vec<Arc<dyn BodyEraser>> =
+        vec![Arc::new(S3Eraser::new(clients.s3.clone(), bucket))];
+    if let Some(t) = get("WORKSPACE_CACHE_TABLE").filter(|t| !t.trim().is_empty()) {
+        erasers.push(Arc::new(PartitionEraser::new(clients.dynamodb.clone(), t)));
+    }
+    if let Some(b) = get("WORKSPACE_BLOB_S3_BUCKET").filter(|b| !b.trim().is_empty()) {
+        erasers.push(Arc::new(S3Eraser::new(clients.s3.clone(), b)));
+    }
+    erasers
+}

@@ -12,7 +12,7 @@
 
 mod erase;
 
-pub use erase::S3Eraser;
+pub use erase::{workspace_erasers, PartitionEraser, S3Eraser};
 
 use crate::dynamo::aws_err;
 use crate::items::{get_n, get_s, n, s, Item};
