@@ -55,21 +55,15 @@ fn build(
     key: TokenKey,
 ) -> Result<SessionService, String> {
     let get = |k: &str| std::env::var(k).ok();
-    let mut erasers = erasers.into_iter();
-    let first = erasers.next().ok_or("no body eraser configured")?;
-    let mut svc = SessionService::new(
+    Ok(SessionService::new(
         store,
         bodies,
-        first,
+        erasers,
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         key,
         session_limits_from_env(&get).map_err(|e| e.to_string())?,
-    );
-    for e in erasers {
-        svc = svc.with_eraser(e);
-    }
-    Ok(svc)
+    ))
 }
 
 /// The service over the server's embedded store.

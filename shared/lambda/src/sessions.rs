@@ -42,21 +42,15 @@ fn assemble(
     key: TokenKey,
     limits: workspace_core::sessions::SessionLimits,
 ) -> Result<SessionService, Error> {
-    let mut erasers = erasers.into_iter();
-    let first = erasers.next().ok_or("no body eraser configured")?;
-    let mut svc = SessionService::new(
+    Ok(SessionService::new(
         store,
         bodies,
-        first,
+        erasers,
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         key,
         limits,
-    );
-    for e in erasers {
-        svc = svc.with_eraser(e);
-    }
-    Ok(svc)
+    ))
 }
 
 /// The service, with its paging-token key from `WORKSPACE_SESSION_TOKEN_KEY` (the

@@ -101,7 +101,7 @@ async fn the_purge_handler_dry_run_lists_and_keeps() {
     let svc = SessionService::new(
         store.clone(),
         store.clone(),
-        store,
+        vec![store],
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         TokenKey::random(),

@@ -50,10 +50,12 @@ impl SessionHarness {
     pub async fn new(b: SessionBackend) -> Self {
         let bodies = b.files.bodies.clone();
         let h = Harness::with_capabilities(b.files, b.caps).await;
-        let mut svc = SessionService::new(
+        let mut erasers = vec![b.eraser];
+        erasers.extend(b.more_erasers);
+        let svc = SessionService::new(
             b.sessions.clone(),
             bodies,
-            b.eraser,
+            erasers,
             h.clock.clone(),
             Arc::new(RandomIds),
             TokenKey::random(),
@@ -62,9 +64,6 @@ impl SessionHarness {
                 purge_after_days: 90,
             },
         );
-        for eraser in b.more_erasers {
-            svc = svc.with_eraser(eraser);
-        }
         let svc = Arc::new(svc);
         let s = svc.clone();
         Self {

@@ -83,7 +83,7 @@ impl SessionService {
     pub fn new(
         store: Arc<dyn SessionStore>,
         bodies: Arc<dyn BodyStore>,
-        eraser: Arc<dyn BodyEraser>,
+        erasers: Vec<Arc<dyn BodyEraser>>,
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdSource>,
         token_key: TokenKey,
@@ -92,18 +92,12 @@ impl SessionService {
         Self {
             store,
             bodies,
-            erasers: vec![eraser],
+            erasers,
             clock,
             ids,
             token_key,
             limits,
         }
-    }
-
-    /// Also erases what `eraser` holds under a deleted workspace's key prefix.
-    pub fn with_eraser(mut self, eraser: Arc<dyn BodyEraser>) -> Self {
-        self.erasers.push(eraser);
-        self
     }
 
     pub fn limits(&self) -> SessionLimits {
