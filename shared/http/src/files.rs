@@ -76,6 +76,15 @@ pub(crate) fn meta_json(m: &FileMeta) -> Value {
 
 /// A file with its content: `content` when the bytes are UTF-8 text, `contentBase64`
 /// (standard base64) otherwise, never both.
+/// The `If-Match` and `Idempotency-Key` of a write (PUT, restore), each at most once.
+pub(crate) fn write_headers(parts: &Parts) -> Result<(Option<String>, Option<String>)> {
+    let if_match = single_header(parts, &header::IF_MATCH)?.map(str::to_owned);
+    let idempotency_key =
+        single_header(parts, &header::HeaderName::from_static("idempotency-key"))?
+            .map(str::to_owned);
+    Ok((if_match, idempotency_key))
+}
+
 pub(crate) fn file_response(file: &StoredFile) -> Result<HttpResponse> {
     let mut body = meta_json(&file.meta);
     match std::str::from_utf8(&file.content) {
@@ -150,7 +159,7 @@ pub async fn put(
     body: &Bytes,
 ) -> Result<HttpResponse> {
     let path = file_path(tail, decoding)?;
-    let if_match = single_header(parts, &header::IF_MATCH)?.map(str::to_owned);
+    let (if_match, idempotency_key) = write_headers(parts)?;
     let if_none_match_any = match single_header(parts, &header::IF_NONE_MATCH)? {
         None => false,
         Some("*") => true,
@@ -160,9 +169,6 @@ pub async fn put(
             ))
         }
     };
-    let idempotency_key =
-        single_header(parts, &header::HeaderName::from_static("idempotency-key"))?
-            .map(str::to_owned);
     let parsed: PutBody = serde_json::from_slice(body).map_err(|e| {
         WorkspaceError::validation(format!(
             "body must be a JSON object {{\"content\": \"<utf-8 text>\" | \"contentBase64\": \"<base64>\", \"contentType\"?: \"...\"}}: {e}"

@@ -3,12 +3,12 @@
 
 use crate::envelope::{json_response, HttpResponse};
 use crate::files::file_response;
-use crate::request::{file_path, single_header, Decoding, Query};
+use crate::request::{file_path, Decoding, Query};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use bytes::Bytes;
 use http::request::Parts;
-use http::{header, StatusCode};
+use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use workspace_core::model::format_time;
@@ -81,10 +81,7 @@ pub async fn restore(
     body: &Bytes,
 ) -> Result<HttpResponse> {
     let path = file_path(tail, decoding)?;
-    let if_match = single_header(parts, &header::IF_MATCH)?.map(str::to_owned);
-    let idempotency_key =
-        single_header(parts, &header::HeaderName::from_static("idempotency-key"))?
-            .map(str::to_owned);
+    let (if_match, idempotency_key) = crate::files::write_headers(parts)?;
     // Only an object: serde would also read a struct from an array (`[1]`).
     let parsed: RestoreBody = serde_json::from_slice::<Value>(body)
         .ok()

@@ -35,6 +35,58 @@ use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 /// How long an idempotency record lives before DynamoDB TTL may remove it (seconds).
 const IDEMPOTENCY_TTL_SECS: i64 = 2 * 24 * 60 * 60;
 
+/// One item of any of our `pk`/`sk` tables, read strongly consistently.
+pub(crate) async fn get_consistent(
+    client: &Client,
+    table: &str,
+    pk: String,
+    sk: String,
+) -> Result<Option<Item>> {
+    let out = client
+        .get_item()
+        .table_name(table)
+        .key("pk", s(pk))
+        .key("sk", s(sk))
+        .consistent_read(true)
+        .send()
+        .await
+        .map_err(aws_err)?;
+    Ok(out.item)
+}
+
+/// Every item of a partition whose sort key starts with `prefix` (the whole partition
+/// when it is empty), read strongly consistently, all pages.
+pub(crate) async fn query_prefix(
+    client: &Client,
+    table: &str,
+    pk: &str,
+    prefix: &str,
+) -> Result<Vec<Item>> {
+    let mut out = Vec::new();
+    let mut start = None;
+    loop {
+        let mut q = client
+            .query()
+            .table_name(table)
+            .consistent_read(true)
+            .expression_attribute_values(":pk", s(pk))
+            .set_exclusive_start_key(start);
+        // DynamoDB refuses an empty begins_with: no prefix means the whole partition.
+        q = if prefix.is_empty() {
+            q.key_condition_expression("pk = :pk")
+        } else {
+            q.key_condition_expression("pk = :pk AND begins_with(sk, :p)")
+                .expression_attribute_values(":p", s(prefix))
+        };
+        let res = q.send().await.map_err(aws_err)?;
+        out.extend(res.items().iter().cloned());
+        match res.last_evaluated_key {
+            Some(k) => start = Some(k),
+            None => return Ok(out),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct DynamoMeta {
     pub(crate) client: Client,
@@ -62,17 +114,7 @@ impl DynamoMeta {
     }
 
     pub(crate) async fn get_item(&self, pk: String, sk: String) -> Result<Option<Item>> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", s(pk))
-            .key("sk", s(sk))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(aws_err)?;
-        Ok(out.item)
+        get_consistent(&self.client, &self.table, pk, sk).await
     }
 
     fn put(&self, item: Item) -> Result<Put> {

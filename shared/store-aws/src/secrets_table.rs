@@ -3,7 +3,7 @@
 //! (`<tenant>#<workspace>`, workspace ids start with a letter or digit) can equal. Read with
 //! one strongly consistent Query per write, so a newly registered secret counts at once.
 
-use crate::dynamo::aws_err;
+use crate::dynamo::{aws_err, query_prefix};
 use crate::items::{get_n, get_s, n, s};
 use crate::keys::secrets_partition;
 use async_trait::async_trait;
@@ -48,35 +48,23 @@ impl SecretStore for DynamoSecrets {
     }
 
     async fn secrets_of(&self, tenant: &TenantId) -> Result<Vec<SecretRecord>> {
-        let mut found = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :sk)")
-                .expression_attribute_values(":pk", s(secrets_partition(tenant)))
-                .expression_attribute_values(":sk", s(SK_PREFIX))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(aws_err)?;
-            for item in out.items() {
-                found.push(SecretRecord {
-                    tenant: tenant.to_string(),
-                    id: get_s(item, "secretId")?,
-                    value: get_s(item, "value")?,
-                    created_at: get_n(item, "createdAt")?,
-                });
-            }
-            match out.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => break,
-            }
-        }
-        Ok(found)
+        query_prefix(
+            &self.client,
+            &self.table,
+            &secrets_partition(tenant),
+            SK_PREFIX,
+        )
+        .await?
+        .iter()
+        .map(|item| {
+            Ok(SecretRecord {
+                tenant: tenant.to_string(),
+                id: get_s(item, "secretId")?,
+                value: get_s(item, "value")?,
+                created_at: get_n(item, "createdAt")?,
+            })
+        })
+        .collect()
     }
 
     async fn remove_secret(&self, tenant: &TenantId, id: &str) -> Result<bool> {

@@ -83,6 +83,17 @@ fn conflict(message: impl Into<String>, head: &Option<Head>) -> WorkspaceError {
     }
 }
 
+/// A listing's page size: `MAX_LIST_LIMIT` when not given, else 1..=`MAX_LIST_LIMIT`.
+fn list_limit(limit: Option<usize>) -> Result<usize> {
+    match limit {
+        None => Ok(MAX_LIST_LIMIT),
+        Some(n) if (1..=MAX_LIST_LIMIT).contains(&n) => Ok(n),
+        Some(_) => Err(WorkspaceError::validation(format!(
+            "limit must be between 1 and {MAX_LIST_LIMIT}"
+        ))),
+    }
+}
+
 pub fn check_header_value(name: &str, value: &str) -> Result<()> {
     if value.is_empty() || value.len() > MAX_HEADER_VALUE_LEN {
         return Err(WorkspaceError::validation(format!(

@@ -238,15 +238,7 @@ impl WorkspaceService {
         limit: Option<usize>,
         after: Option<&FilePath>,
     ) -> Result<FilePage> {
-        let limit = match limit {
-            None => MAX_LIST_LIMIT,
-            Some(n) if (1..=MAX_LIST_LIMIT).contains(&n) => n,
-            Some(_) => {
-                return Err(WorkspaceError::validation(format!(
-                    "limit must be between 1 and {MAX_LIST_LIMIT}"
-                )))
-            }
-        };
+        let limit = list_limit(limit)?;
         let snapshot = self.get_snapshot(scope, id).await?;
         let mut rows: Vec<&SnapshotFile> = snapshot
             .files

@@ -14,7 +14,7 @@ mod erase;
 
 pub use erase::{workspace_erasers, PartitionEraser, S3Eraser};
 
-use crate::dynamo::aws_err;
+use crate::dynamo::{aws_err, get_consistent, query_prefix};
 use crate::items::{get_n, get_s, n, s, Item};
 use crate::keys::partition;
 use async_trait::async_trait;
@@ -96,46 +96,12 @@ impl DynamoSessions {
     }
 
     async fn get(&self, pk: String, sk: String) -> Result<Option<Item>> {
-        Ok(self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", s(pk))
-            .key("sk", s(sk))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(aws_err)?
-            .item)
+        get_consistent(&self.client, &self.table, pk, sk).await
     }
 
     /// Every item of a partition whose sk starts with `prefix`.
     pub(crate) async fn query(&self, pk: &str, prefix: &str) -> Result<Vec<Item>> {
-        let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let mut q = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .expression_attribute_values(":pk", s(pk))
-                .set_exclusive_start_key(start);
-            // DynamoDB refuses an empty begins_with: no prefix means the whole partition.
-            q = if prefix.is_empty() {
-                q.key_condition_expression("pk = :pk")
-            } else {
-                q.key_condition_expression("pk = :pk AND begins_with(sk, :p)")
-                    .expression_attribute_values(":p", s(prefix))
-            };
-            let res = q.send().await.map_err(aws_err)?;
-            out.extend(res.items().iter().cloned());
-            match res.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => break,
-            }
-        }
-        Ok(out)
+        query_prefix(&self.client, &self.table, pk, prefix).await
     }
 
     fn put(&self, item: Item, condition: Option<&str>) -> Result<Put> {
