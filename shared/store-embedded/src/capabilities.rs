@@ -12,12 +12,9 @@
 use super::{db_err, decode, encode, EmbeddedStore};
 use async_trait::async_trait;
 use redb::{ReadableDatabase, TableDefinition, WriteTransaction};
-use workspace_core::blob::{
-    bucket_prefix, content_etag, BlobKey, BlobLocation, BlobMeta, BlobStore,
-};
+use workspace_core::blob::{bucket_prefix, BlobKey, BlobLocation, BlobMeta, BlobStore};
 use workspace_core::cache::{CacheEntry, CacheKey, CacheStore};
 use workspace_core::model::Millis;
-use workspace_core::ports::{IdSource, RandomIds};
 use workspace_core::{PathPrefix, Result, Scope};
 
 pub(crate) const CACHE: TableDefinition<&str, &[u8]> = TableDefinition::new("cache");
@@ -80,14 +77,7 @@ impl BlobStore for EmbeddedStore {
         content_type: &str,
         now: Millis,
     ) -> Result<BlobMeta> {
-        let meta = BlobMeta {
-            key: loc.key.as_str().to_owned(),
-            size: bytes.len() as u64,
-            etag: content_etag(&bytes),
-            content_type: content_type.to_owned(),
-            updated_at: now,
-            version_id: RandomIds.new_id(),
-        };
+        let meta = BlobMeta::for_new_object(loc, &bytes, content_type, now);
         let k = loc.storage_key();
         let m = encode(&meta)?;
         self.blocking(move |db| {

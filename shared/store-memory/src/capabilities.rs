@@ -4,12 +4,9 @@
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use workspace_core::blob::{
-    bucket_prefix, content_etag, BlobKey, BlobLocation, BlobMeta, BlobStore,
-};
+use workspace_core::blob::{bucket_prefix, BlobKey, BlobLocation, BlobMeta, BlobStore};
 use workspace_core::cache::{CacheEntry, CacheKey, CacheStore};
 use workspace_core::model::Millis;
-use workspace_core::ports::{IdSource, RandomIds};
 use workspace_core::{PathPrefix, Result, Scope, WorkspaceError};
 
 fn poisoned<T>(_: T) -> WorkspaceError {
@@ -72,14 +69,7 @@ impl BlobStore for MemoryBlobs {
         content_type: &str,
         now: Millis,
     ) -> Result<BlobMeta> {
-        let meta = BlobMeta {
-            key: loc.key.as_str().to_owned(),
-            size: bytes.len() as u64,
-            etag: content_etag(&bytes),
-            content_type: content_type.to_owned(),
-            updated_at: now,
-            version_id: RandomIds.new_id(),
-        };
+        let meta = BlobMeta::for_new_object(loc, &bytes, content_type, now);
         self.objects
             .lock()
             .map_err(poisoned)?

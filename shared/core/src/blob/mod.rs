@@ -116,6 +116,27 @@ pub struct BlobMeta {
     pub version_id: String,
 }
 
+impl BlobMeta {
+    /// What a store that keeps the bytes itself (memory, redb) records for a new object:
+    /// a content etag and a fresh version id.
+    pub fn for_new_object(
+        loc: &BlobLocation,
+        bytes: &[u8],
+        content_type: &str,
+        now: Millis,
+    ) -> Self {
+        use crate::ports::{IdSource, RandomIds};
+        Self {
+            key: loc.key.as_str().to_owned(),
+            size: bytes.len() as u64,
+            etag: content_etag(bytes),
+            content_type: content_type.to_owned(),
+            updated_at: now,
+            version_id: RandomIds.new_id(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PresignMethod {
     Get,
