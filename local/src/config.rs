@@ -7,7 +7,9 @@ use workspace_core::cache::CacheLimits;
 use workspace_core::redact::Redactor;
 use workspace_core::Limits;
 use workspace_http::capability_config::{blob_limits_from_env, cache_limits_from_env};
-use workspace_http::config::{limits_from_env, redactor_from_env, snapshot_ttl_ms_from_env};
+use workspace_http::config::{
+    limits_from_env, redactor_from_env, snapshot_ttl_ms_from_env, upload_url_seconds_from_env,
+};
 
 pub struct Config {
     pub addr: SocketAddr,
@@ -22,6 +24,8 @@ pub struct Config {
     pub public_url: Option<String>,
     /// `WORKSPACE_SNAPSHOT_TTL_SECONDS`, in ms.
     pub snapshot_ttl_ms: i64,
+    /// `WORKSPACE_UPLOAD_URL_SECONDS`.
+    pub upload_url_seconds: u64,
 }
 
 impl Config {
@@ -52,8 +56,10 @@ impl Config {
             }
         };
         let snapshot_ttl_ms = snapshot_ttl_ms_from_env(&get).map_err(|e| e.to_string())?;
+        let upload_url_seconds = upload_url_seconds_from_env(&get).map_err(|e| e.to_string())?;
         Ok(Self {
             snapshot_ttl_ms,
+            upload_url_seconds,
             addr,
             data_dir,
             limits,

@@ -244,7 +244,8 @@ fn local_service(cfg: &config::Config) -> Result<(WorkspaceService, Arc<Embedded
     )
     .with_redactor(cfg.redactor.clone())
     .with_secrets(Arc::new(SecretFile::new(&cfg.data_dir)))
-    .with_snapshot_ttl_ms(cfg.snapshot_ttl_ms);
+    .with_snapshot_ttl_ms(cfg.snapshot_ttl_ms)
+    .with_upload_url_seconds(cfg.upload_url_seconds);
     Ok((service, store))
 }
 
@@ -264,8 +265,9 @@ async fn serve() -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    // RFC 0019: blobs and the cache in the same database; presigned URLs are signed here
-    // and served by this process at the address clients reach it on.
+    // RFC 0019: blobs and the cache in the same database. Presigned blob URLs and
+    // two-step upload URLs are signed here and served by this process at the address
+    // clients reach it on.
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let local = LocalPresign {
         signer: UrlSigner::new(presign_secret::load_or_create(&cfg.data_dir)?),
@@ -274,6 +276,7 @@ async fn serve() -> Result<(), String> {
             .clone()
             .unwrap_or_else(|| format!("http://{addr}")),
     };
+    let service = service.with_upload_signer(local.clone());
     let app = Arc::new(
         App::new(service, auth)
             .with_cache(

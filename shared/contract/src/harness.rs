@@ -235,7 +235,12 @@ impl Harness {
             Arc::new(RandomIds),
             limits,
         )
-        .with_secrets(backend.secrets.clone());
+        .with_secrets(backend.secrets.clone())
+        // Stores that cannot presign get upload URLs the harness routes back to its app.
+        .with_upload_signer(LocalPresign {
+            signer: UrlSigner::new(b"contract-suite-signing-secret-32".to_vec()),
+            base_url: SIGNED_BASE.to_owned(),
+        });
         Self {
             app: Arc::new(App::new(service, Arc::new(keys))),
             meta: backend.meta,

@@ -19,6 +19,7 @@ pub mod protocol;
 pub mod redaction;
 pub mod sessions;
 pub mod snapshots;
+pub mod uploads;
 
 pub use harness::{Backend, Capabilities, Harness};
 
@@ -67,6 +68,12 @@ macro_rules! contract_tests {
             pins::snapshots_taken_during_pruning_writes_stay_readable,
             pins::pins_and_commits_compare_and_swap_on_the_head,
             binary::binary_bodies_round_trip_every_byte_value,
+            uploads::uploads_commit_files_beyond_the_inline_limit,
+            uploads::uploads_with_other_bytes_than_declared_are_400_and_commit_nothing,
+            uploads::expired_upload_urls_are_refused,
+            uploads::upload_commits_follow_the_put_rules,
+            uploads::bad_upload_requests_are_refused_and_change_nothing,
+            uploads::uploaded_text_is_redacted_like_an_inline_put,
         );
     };
     (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {

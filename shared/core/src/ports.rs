@@ -2,6 +2,7 @@
 //! AWS) implement them; one contract suite (`workspace-contract`) holds every adapter to
 //! the same behaviour.
 
+use crate::blob::{PresignSpec, PresignedUrl};
 use crate::error::Result;
 use crate::model::{BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, VersionRecord};
 use crate::path::{FilePath, PathPrefix};
@@ -137,12 +138,46 @@ pub trait MetaStore: Send + Sync {
 }
 
 /// File bodies. A put never overwrites: each returns a new `BodyRef`.
+///
+/// The same store keeps the staging area of two-step uploads (`service::uploads`): bytes a
+/// client sent to an upload URL wait there, under `t/<tenant>/w/<workspace>/uploads/`, until
+/// their commit reads them. Staged objects are one per key (a put replaces it).
 #[async_trait]
 pub trait BodyStore: Send + Sync {
     async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<BodyRef>;
     /// `None` when the body is gone (pruned, or never written).
     async fn get(&self, body: &BodyRef) -> Result<Option<Vec<u8>>>;
     async fn delete(&self, body: &BodyRef) -> Result<()>;
+
+    /// Stages `bytes` at `key`, replacing what was there; `now` is its `stored_at` where
+    /// the store keeps no clock of its own.
+    async fn put_staged(&self, key: &str, bytes: Vec<u8>, now: Millis) -> Result<()>;
+    /// The object staged at `key`, `None` when there is none. One over `max_bytes` comes
+    /// back without its bytes (never read into memory).
+    async fn get_staged(&self, key: &str, max_bytes: u64) -> Result<Option<Staged>>;
+    /// Removes the object staged at `key`, every stored version of it.
+    async fn delete_staged(&self, key: &str) -> Result<()>;
+    /// Removes staged objects under `prefix` stored before `cutoff`; how many went. A
+    /// store swept by a scheduled job instead (S3) may do nothing here.
+    async fn prune_staged(&self, prefix: &str, cutoff: Millis) -> Result<u64>;
+    /// A URL the store itself accepts a staged PUT at (S3 presigning). `None`: the store
+    /// has none, and the service signs a URL the local server serves instead.
+    async fn presign_staged_put(
+        &self,
+        _key: &str,
+        _spec: &PresignSpec,
+    ) -> Result<Option<PresignedUrl>> {
+        Ok(None)
+    }
+}
+
+/// A staged object: its size, when it was stored, and its bytes unless over the limit the
+/// reader gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Staged {
+    pub size: u64,
+    pub stored_at: Millis,
+    pub bytes: Option<Vec<u8>>,
 }
 
 /// A committed change, as announced on `workspace.updated`. Never carries content.

@@ -3,14 +3,16 @@
 //! and (local server only) the signed URLs it hands out, under `/v1/signed/blob/`.
 
 use crate::envelope::{empty_response, json_response, HttpResponse};
-use crate::request::{single_header, Decoding, Query};
+use crate::request::{query_pairs, single_header, Decoding, Query};
 use bytes::Bytes;
 use http::request::Parts;
 use http::{header, HeaderValue, Response, StatusCode};
 use percent_encoding::percent_decode_str;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use workspace_core::blob::{BlobLocation, BlobMeta, BlobService, PresignRequest, SignedOutcome};
+use workspace_core::blob::{
+    BlobLocation, BlobMeta, BlobService, PresignRequest, PresignedUrl, SignedOutcome,
+};
 use workspace_core::model::format_time;
 use workspace_core::{Identity, Result, WorkspaceError};
 
@@ -61,7 +63,7 @@ fn object_response(meta: &BlobMeta, bytes: Vec<u8>) -> HttpResponse {
     resp
 }
 
-fn content_type(parts: &Parts) -> Result<Option<&str>> {
+pub(crate) fn content_type(parts: &Parts) -> Result<Option<&str>> {
     single_header(parts, &header::CONTENT_TYPE)
 }
 
@@ -166,20 +168,23 @@ pub async fn presign(
             },
         )
         .await?;
+    Ok(json_response(StatusCode::OK, &presigned_json(url)))
+}
+
+/// A presigned URL as answered: `{url, method, expiresAt, headers}` (blob presigning and
+/// two-step uploads alike).
+pub(crate) fn presigned_json(url: PresignedUrl) -> Value {
     let headers: Map<String, Value> = url
         .headers
         .into_iter()
         .map(|(k, v)| (k, Value::String(v)))
         .collect();
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({
-            "url": url.url,
-            "method": url.method.as_str(),
-            "expiresAt": format_time(url.expires_at),
-            "headers": headers,
-        }),
-    ))
+    json!({
+        "url": url.url,
+        "method": url.method.as_str(),
+        "expiresAt": format_time(url.expires_at),
+        "headers": headers,
+    })
 }
 
 /// A request to a URL this process signed: no credential, the signature is the grant.
@@ -189,16 +194,11 @@ pub async fn signed(
     path: &str,
     body: &Bytes,
 ) -> Result<HttpResponse> {
-    let query: Vec<(String, String)> = parts
-        .uri
-        .query()
-        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-        .unwrap_or_default();
     let outcome = blobs
         .serve_signed(
             parts.method.as_str(),
             path,
-            &query,
+            &query_pairs(parts),
             body.to_vec(),
             content_type(parts)?,
         )

@@ -51,6 +51,22 @@ pub fn limits_from_env(get: &impl Fn(&str) -> Option<String>) -> Result<Limits> 
     .validated()
 }
 
+/// Life of an upload URL from `WORKSPACE_UPLOAD_URL_SECONDS` (default 900), in seconds.
+pub fn upload_url_seconds_from_env(get: &impl Fn(&str) -> Option<String>) -> Result<u64> {
+    use workspace_core::service::{DEFAULT_UPLOAD_URL_SECONDS, MAX_UPLOAD_URL_SECONDS};
+    let secs = env_u64(
+        get,
+        "WORKSPACE_UPLOAD_URL_SECONDS",
+        DEFAULT_UPLOAD_URL_SECONDS,
+    )?;
+    if !(1..=MAX_UPLOAD_URL_SECONDS).contains(&secs) {
+        return Err(WorkspaceError::validation(format!(
+            "WORKSPACE_UPLOAD_URL_SECONDS must be between 1 and {MAX_UPLOAD_URL_SECONDS}, got {secs}"
+        )));
+    }
+    Ok(secs)
+}
+
 /// Life of a run snapshot from `WORKSPACE_SNAPSHOT_TTL_SECONDS` (default 7 days), in ms.
 /// At most 30 days: on AWS the bucket's lifecycle rule may expire a noncurrent S3 version
 /// 30 days after it became noncurrent, and a pinned version becomes noncurrent no earlier

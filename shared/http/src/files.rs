@@ -10,19 +10,22 @@ use http::{header, HeaderValue, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use workspace_core::model::format_time;
+use workspace_core::service::UploadCommit;
 use workspace_core::{
     FileMeta, FilePath, Identity, PathPrefix, PutRequest, Result, StoredFile, WorkspaceError,
     WorkspaceService,
 };
 
-/// The PUT body: `content` (UTF-8 text) or `contentBase64` (any bytes), not both.
-/// Unknown fields are ignored so newer clients keep working.
+/// The PUT body: `content` (UTF-8 text) or `contentBase64` (any bytes), not both; or
+/// `uploadId` alone, committing a two-step upload. Unknown fields are ignored so newer
+/// clients keep working.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PutBody {
     content: Option<String>,
     content_base64: Option<String>,
     content_type: Option<String>,
+    upload_id: Option<String>,
 }
 
 impl PutBody {
@@ -169,11 +172,28 @@ pub async fn put(
             ))
         }
     };
-    let parsed: PutBody = serde_json::from_slice(body).map_err(|e| {
+    let mut parsed: PutBody = serde_json::from_slice(body).map_err(|e| {
         WorkspaceError::validation(format!(
-            "body must be a JSON object {{\"content\": \"<utf-8 text>\" | \"contentBase64\": \"<base64>\", \"contentType\"?: \"...\"}}: {e}"
+            "body must be a JSON object {{\"content\": \"<utf-8 text>\" | \"contentBase64\": \"<base64>\", \"contentType\"?: \"...\"}} or {{\"uploadId\": \"...\"}}: {e}"
         ))
     })?;
+    if let Some(upload_id) = parsed.upload_id.take() {
+        if parsed.content.is_some()
+            || parsed.content_base64.is_some()
+            || parsed.content_type.is_some()
+        {
+            return Err(WorkspaceError::validation(
+                "uploadId commits the uploaded bytes with their declared contentType: give it alone, without content, contentBase64 or contentType",
+            ));
+        }
+        let commit = UploadCommit {
+            upload_id,
+            if_match,
+            if_none_match_any,
+            idempotency_key,
+        };
+        return crate::uploads::commit(service, who, &path, commit).await;
+    }
     let (content, content_type) = parsed.bytes()?;
     let file = service
         .put(

@@ -16,6 +16,7 @@ pub mod routes;
 mod scope_check;
 pub mod sessions;
 pub mod snapshots;
+pub mod uploads;
 pub mod versions;
 
 use auth::Authenticator;
@@ -29,6 +30,7 @@ use serde_json::json;
 use std::sync::Arc;
 use workspace_core::blob::{BlobService, SIGNED_BLOB_PREFIX};
 use workspace_core::cache::CacheService;
+use workspace_core::service::SIGNED_UPLOAD_PREFIX;
 use workspace_core::sessions::SessionService;
 use workspace_core::{Identity, Result, WorkspaceError, WorkspaceService};
 
@@ -120,9 +122,22 @@ impl App {
         self.cache.as_deref().ok_or_else(|| not_provided("cache"))
     }
 
-    /// Largest request body worth reading: a file PUT's or a blob's, whichever is larger.
-    /// Anything larger is refused with 413 before it is parsed.
+    /// Largest request body worth reading: a file PUT's, a blob's, or (where this process
+    /// serves upload URLs itself) an upload's, whichever is larger. Anything larger is
+    /// refused with 413 before it is parsed; each route then holds its own limit.
     pub fn max_request_bytes(&self) -> usize {
+        let uploads = if self.service.signs_uploads() && self.function.is_none() {
+            usize::try_from(self.service.limits().max_upload_bytes)
+                .unwrap_or(usize::MAX)
+                .saturating_add(1)
+        } else {
+            0
+        };
+        self.max_inline_request_bytes().max(uploads)
+    }
+
+    /// Largest body of a request that carries content inline (file PUT, MCP, blob PUT).
+    fn max_inline_request_bytes(&self) -> usize {
         let files = self.max_file_request_bytes();
         // A blob one byte over its limit still reaches the service, which names the limit.
         let blobs = self.blobs.as_ref().map_or(0, |b| {
@@ -144,7 +159,7 @@ impl App {
     pub fn body_too_large(&self) -> HttpResponse {
         error_to_response(&workspace_core::WorkspaceError::TooLarge {
             message: format!(
-                "request body is over {} bytes; file content is limited to maxFileBytes = {}",
+                "request body is over {} bytes; file content is limited to maxFileBytes = {} (larger files go through POST /v1/host/workspace/uploads)",
                 self.max_file_request_bytes(),
                 self.service.limits().max_file_bytes
             ),
@@ -171,6 +186,18 @@ impl App {
                 .unwrap_or_else(|e| error_to_response(&e));
             resp.extensions_mut().insert(RouteLabel(
                 "/v1/signed/blob/{tenant}/{workspace}/{bucket}/{key+}",
+            ));
+            return resp;
+        }
+        if self.function.is_none()
+            && self.service.signs_uploads()
+            && path.starts_with(SIGNED_UPLOAD_PREFIX)
+        {
+            let mut resp = uploads::signed(&self.service, &parts, &path, &body)
+                .await
+                .unwrap_or_else(|e| error_to_response(&e));
+            resp.extensions_mut().insert(RouteLabel(
+                "/v1/signed/upload/{tenant}/{workspace}/{uploadId}",
             ));
             return resp;
         }
@@ -278,7 +305,7 @@ impl App {
             Route::Mcp => {
                 // Scopes are checked per tool: a read-only credential lists and reads.
                 let who = self.identify(parts, body).await?;
-                if body.len() > self.max_request_bytes() {
+                if body.len() > self.max_inline_request_bytes() {
                     return Ok(self.body_too_large());
                 }
                 mcp::post(&self.service, &who, parts, body).await
@@ -354,6 +381,11 @@ impl App {
                 let who = self.identify(parts, body).await?;
                 require_read(&who)?;
                 snapshots::get(&self.service, &who, tail).await
+            }
+            Route::StartUpload => {
+                let who = self.identify(parts, body).await?;
+                require_write(&who)?;
+                uploads::start(&self.service, &who, body).await
             }
             Route::DeleteSnapshot => {
                 let who = self.identify(parts, body).await?;

@@ -90,3 +90,12 @@ pub fn single_header<'a>(parts: &'a Parts, name: &HeaderName) -> Result<Option<&
         .map(Some)
         .map_err(|_| WorkspaceError::validation(format!("header {name} must be printable ASCII")))
 }
+
+/// The decoded query pairs, in order, repeats kept (what signed URLs are verified over).
+pub fn query_pairs(parts: &Parts) -> Vec<(String, String)> {
+    parts
+        .uri
+        .query()
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default()
+}

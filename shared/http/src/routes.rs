@@ -30,6 +30,7 @@ pub enum Route {
     CreateSnapshot,
     GetSnapshot,
     DeleteSnapshot,
+    StartUpload,
     // The workspace service for agent sessions (`sessions/`).
     CreateWorkspace,
     ListWorkspaces,
@@ -210,6 +211,12 @@ pub const ROUTES: &[RouteSpec] = &[
         pattern: SNAPSHOT,
         route: Route::DeleteSnapshot,
         function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::POST,
+        pattern: "/v1/host/workspace/uploads",
+        route: Route::StartUpload,
+        function: "put",
     },
     RouteSpec {
         method: Method::POST,

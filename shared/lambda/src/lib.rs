@@ -17,7 +17,9 @@ use workspace_core::ports::{BodyStore, Clock, LogEvents, MetaStore, RandomIds, S
 use workspace_core::secrets::SecretStore;
 use workspace_core::WorkspaceService;
 use workspace_http::capability_config::{blob_limits_from_env, cache_limits_from_env};
-use workspace_http::config::{limits_from_env, redactor_from_env, snapshot_ttl_ms_from_env};
+use workspace_http::config::{
+    limits_from_env, redactor_from_env, snapshot_ttl_ms_from_env, upload_url_seconds_from_env,
+};
 use workspace_http::{App, PathForm, RouteLabel};
 use workspace_store_aws::secrets_table::DynamoSecrets;
 use workspace_store_aws::{AwsClients, DynamoCache, DynamoMeta, S3Blobs, S3Bodies};
@@ -100,7 +102,8 @@ pub async fn build_app(
     )
     .with_redactor(redactor_from_env(&get)?)
     .with_secrets(secrets.clone())
-    .with_snapshot_ttl_ms(snapshot_ttl_ms_from_env(&get)?);
+    .with_snapshot_ttl_ms(snapshot_ttl_ms_from_env(&get)?)
+    .with_upload_url_seconds(upload_url_seconds_from_env(&get)?);
     let claims = identity::ClaimNames::from_env(&get);
     let mut app = App::new(service, Arc::new(identity::AuthorizerClaims::new(claims)));
     if let Some(c) = cache {

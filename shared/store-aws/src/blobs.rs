@@ -5,15 +5,12 @@
 //! the client names the size.
 
 use crate::dynamo::aws_err;
+use crate::s3::{delete_every_version, is_missing, presign_object};
 use async_trait::async_trait;
-use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::{ByteStream, DateTime};
 use aws_sdk_s3::Client;
-use std::time::{Duration, UNIX_EPOCH};
 use workspace_core::blob::{
-    bucket_prefix, BlobKey, BlobLocation, BlobMeta, BlobStore, PresignMethod, PresignSpec,
-    PresignedUrl,
+    bucket_prefix, BlobKey, BlobLocation, BlobMeta, BlobStore, PresignSpec, PresignedUrl,
 };
 use workspace_core::model::Millis;
 use workspace_core::{PathPrefix, Result, Scope, WorkspaceError};
@@ -26,21 +23,6 @@ pub struct S3Blobs {
 
 fn millis(t: Option<&DateTime>) -> Millis {
     t.and_then(|d| d.to_millis().ok()).unwrap_or(0)
-}
-
-/// S3's "no such object" in its several spellings.
-fn is_missing<E: ProvideErrorMetadata>(
-    e: &SdkError<E, aws_smithy_runtime_api::http::Response>,
-) -> bool {
-    match e {
-        SdkError::ServiceError(se) => {
-            matches!(
-                se.err().code(),
-                Some("NoSuchKey" | "NoSuchVersion" | "NotFound")
-            ) || se.raw().status().as_u16() == 404
-        }
-        _ => false,
-    }
 }
 
 impl S3Blobs {
@@ -166,49 +148,7 @@ impl BlobStore for S3Blobs {
     /// Every version and delete marker of the key goes, so a GET URL pinned to an older
     /// version stops working too.
     async fn delete(&self, loc: &BlobLocation) -> Result<()> {
-        let key = loc.storage_key();
-        let mut key_marker: Option<String> = None;
-        let mut version_marker: Option<String> = None;
-        loop {
-            let out = self
-                .client
-                .list_object_versions()
-                .bucket(&self.bucket)
-                .prefix(&key)
-                .set_key_marker(key_marker.take())
-                .set_version_id_marker(version_marker.take())
-                .send()
-                .await
-                .map_err(aws_err)?;
-            let versions = out
-                .versions()
-                .iter()
-                .map(|v| (v.key(), v.version_id()))
-                .chain(
-                    out.delete_markers()
-                        .iter()
-                        .map(|m| (m.key(), m.version_id())),
-                );
-            for (k, v) in versions {
-                // The prefix also matches longer keys (`a/b` and `a/bc`): only this one.
-                if k != Some(key.as_str()) {
-                    continue;
-                }
-                self.client
-                    .delete_object()
-                    .bucket(&self.bucket)
-                    .key(&key)
-                    .set_version_id(v.map(str::to_owned))
-                    .send()
-                    .await
-                    .map_err(aws_err)?;
-            }
-            if out.is_truncated != Some(true) {
-                return Ok(());
-            }
-            key_marker = out.next_key_marker;
-            version_marker = out.next_version_id_marker;
-        }
+        delete_every_version(&self.client, &self.bucket, &loc.storage_key()).await
     }
 
     async fn list(
@@ -256,43 +196,8 @@ impl BlobStore for S3Blobs {
         loc: &BlobLocation,
         spec: &PresignSpec,
     ) -> Result<Option<PresignedUrl>> {
-        let start = UNIX_EPOCH + Duration::from_millis(u64::try_from(spec.now).unwrap_or(0));
-        let config = PresigningConfig::builder()
-            .start_time(start)
-            .expires_in(Duration::from_secs(spec.expires_in_seconds))
-            .build()
-            .map_err(|e| WorkspaceError::validation(format!("cannot presign: {e}")))?;
-        let req = match spec.method {
-            PresignMethod::Get => self
-                .client
-                .get_object()
-                .bucket(&self.bucket)
-                .key(loc.storage_key())
-                .set_version_id(spec.version_id.clone())
-                .presigned(config)
-                .await
-                .map_err(aws_err)?,
-            PresignMethod::Put => self
-                .client
-                .put_object()
-                .bucket(&self.bucket)
-                .key(loc.storage_key())
-                .set_content_length(spec.content_length.and_then(|n| i64::try_from(n).ok()))
-                .set_content_type(spec.content_type.clone())
-                .presigned(config)
-                .await
-                .map_err(aws_err)?,
-        };
-        let ttl_ms =
-            i64::try_from(spec.expires_in_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
-        Ok(Some(PresignedUrl {
-            url: req.uri().to_owned(),
-            method: spec.method,
-            expires_at: spec.now.saturating_add(ttl_ms),
-            headers: req
-                .headers()
-                .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
-                .collect(),
-        }))
+        presign_object(&self.client, &self.bucket, &loc.storage_key(), spec)
+            .await
+            .map(Some)
     }
 }

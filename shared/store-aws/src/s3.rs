@@ -1,15 +1,128 @@
 //! File bodies in one versioned S3 bucket. Every put makes a new S3 version of the file's
 //! key; reads and deletes name the exact VersionId, so a reader gets the committed bytes
 //! whatever was written after.
+//!
+//! Two-step uploads stage in the same bucket under `t/<tenant>/w/<workspace>/uploads/`:
+//! the client PUTs to a presigned URL (length and content type signed), the commit reads
+//! the current version, and removes every version after. The hourly sweeper removes staged
+//! objects older than a day (`prune_staged` does nothing here).
 
 use crate::dynamo::aws_err;
 use async_trait::async_trait;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
-use workspace_core::model::BodyRef;
-use workspace_core::ports::BodyStore;
+use std::time::{Duration, UNIX_EPOCH};
+use workspace_core::blob::{PresignMethod, PresignSpec, PresignedUrl};
+use workspace_core::model::{BodyRef, Millis};
+use workspace_core::ports::{BodyStore, Staged};
 use workspace_core::{Result, WorkspaceError};
+
+/// S3's "no such object" in its several spellings.
+pub(crate) fn is_missing<E: ProvideErrorMetadata>(
+    e: &SdkError<E, aws_smithy_runtime_api::http::Response>,
+) -> bool {
+    match e {
+        SdkError::ServiceError(se) => {
+            matches!(
+                se.err().code(),
+                Some("NoSuchKey" | "NoSuchVersion" | "NotFound")
+            ) || se.raw().status().as_u16() == 404
+        }
+        _ => false,
+    }
+}
+
+/// Deletes every version and delete marker of exactly `key` (not of longer keys sharing
+/// the prefix).
+pub(crate) async fn delete_every_version(client: &Client, bucket: &str, key: &str) -> Result<()> {
+    let mut key_marker: Option<String> = None;
+    let mut version_marker: Option<String> = None;
+    loop {
+        let out = client
+            .list_object_versions()
+            .bucket(bucket)
+            .prefix(key)
+            .set_key_marker(key_marker.take())
+            .set_version_id_marker(version_marker.take())
+            .send()
+            .await
+            .map_err(aws_err)?;
+        let versions = out
+            .versions()
+            .iter()
+            .map(|v| (v.key(), v.version_id()))
+            .chain(
+                out.delete_markers()
+                    .iter()
+                    .map(|m| (m.key(), m.version_id())),
+            );
+        for (k, v) in versions {
+            if k != Some(key) {
+                continue;
+            }
+            client
+                .delete_object()
+                .bucket(bucket)
+                .key(key)
+                .set_version_id(v.map(str::to_owned))
+                .send()
+                .await
+                .map_err(aws_err)?;
+        }
+        if out.is_truncated != Some(true) {
+            return Ok(());
+        }
+        key_marker = out.next_key_marker;
+        version_marker = out.next_version_id_marker;
+    }
+}
+
+/// S3's own SigV4 URL for `spec`: GET pinned to a version when given, PUT with the
+/// content length and type signed when given (S3 then refuses any other).
+pub(crate) async fn presign_object(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    spec: &PresignSpec,
+) -> Result<PresignedUrl> {
+    let start = UNIX_EPOCH + Duration::from_millis(u64::try_from(spec.now).unwrap_or(0));
+    let config = PresigningConfig::builder()
+        .start_time(start)
+        .expires_in(Duration::from_secs(spec.expires_in_seconds))
+        .build()
+        .map_err(|e| WorkspaceError::validation(format!("cannot presign: {e}")))?;
+    let req = match spec.method {
+        PresignMethod::Get => client
+            .get_object()
+            .bucket(bucket)
+            .key(key)
+            .set_version_id(spec.version_id.clone())
+            .presigned(config)
+            .await
+            .map_err(aws_err)?,
+        PresignMethod::Put => client
+            .put_object()
+            .bucket(bucket)
+            .key(key)
+            .set_content_length(spec.content_length.and_then(|n| i64::try_from(n).ok()))
+            .set_content_type(spec.content_type.clone())
+            .presigned(config)
+            .await
+            .map_err(aws_err)?,
+    };
+    let ttl_ms = i64::try_from(spec.expires_in_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+    Ok(PresignedUrl {
+        url: req.uri().to_owned(),
+        method: spec.method,
+        expires_at: spec.now.saturating_add(ttl_ms),
+        headers: req
+            .headers()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
+            .collect(),
+    })
+}
 
 #[derive(Clone)]
 pub struct S3Bodies {
@@ -69,12 +182,7 @@ impl BodyStore for S3Bodies {
                 let bytes = out.body.collect().await.map_err(aws_err)?;
                 Ok(Some(bytes.into_bytes().to_vec()))
             }
-            Err(SdkError::ServiceError(e))
-                if matches!(e.err().code(), Some("NoSuchKey" | "NoSuchVersion"))
-                    || e.raw().status().as_u16() == 404 =>
-            {
-                Ok(None)
-            }
+            Err(e) if is_missing(&e) => Ok(None),
             Err(e) => Err(aws_err(e)),
         }
     }
@@ -89,5 +197,65 @@ impl BodyStore for S3Bodies {
             .await
             .map_err(aws_err)?;
         Ok(())
+    }
+
+    async fn put_staged(&self, key: &str, bytes: Vec<u8>, _now: Millis) -> Result<()> {
+        self.put(key, bytes, "application/octet-stream")
+            .await
+            .map(drop)
+    }
+
+    /// The current version; its size is known from the response headers before the body
+    /// is read, so an oversized object is never pulled into memory.
+    async fn get_staged(&self, key: &str, max_bytes: u64) -> Result<Option<Staged>> {
+        let res = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await;
+        let out = match res {
+            Ok(out) => out,
+            Err(e) if is_missing(&e) => return Ok(None),
+            Err(e) => return Err(aws_err(e)),
+        };
+        let size = out
+            .content_length
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or(0);
+        let stored_at = out
+            .last_modified
+            .as_ref()
+            .and_then(|t| t.to_millis().ok())
+            .unwrap_or(Millis::MAX);
+        let bytes = if size <= max_bytes {
+            Some(out.body.collect().await.map_err(aws_err)?.to_vec())
+        } else {
+            None
+        };
+        Ok(Some(Staged {
+            size: bytes.as_ref().map_or(size, |b| b.len() as u64),
+            stored_at,
+            bytes,
+        }))
+    }
+
+    async fn delete_staged(&self, key: &str) -> Result<()> {
+        delete_every_version(&self.client, &self.bucket, key).await
+    }
+
+    async fn prune_staged(&self, _prefix: &str, _cutoff: Millis) -> Result<u64> {
+        Ok(0) // the sweeper's job on AWS (see `sweeper.rs`)
+    }
+
+    async fn presign_staged_put(
+        &self,
+        key: &str,
+        spec: &PresignSpec,
+    ) -> Result<Option<PresignedUrl>> {
+        presign_object(&self.client, &self.bucket, key, spec)
+            .await
+            .map(Some)
     }
 }

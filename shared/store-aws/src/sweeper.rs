@@ -2,12 +2,17 @@
 //! item points to and that are older than a grace period. Orphans arise when a body was
 //! uploaded but its commit failed (a 409, a crash between the two writes); the grace
 //! period keeps the sweeper away from uploads whose commit is still in flight.
+//!
+//! It also removes what two-step uploads left in the staging area
+//! (`t/<tenant>/w/<workspace>/uploads/`) once older than `STAGED_MAX_AGE_MS`: uploads never
+//! committed, and bytes a client sent twice.
 
 use crate::dynamo::aws_err;
 use crate::items::{get_s, s};
 use crate::keys;
 use std::collections::{HashMap, HashSet};
 use workspace_core::model::Millis;
+use workspace_core::service::STAGED_MAX_AGE_MS;
 use workspace_core::{FilePath, Result, Scope};
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -21,6 +26,14 @@ pub struct Sweeper {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub bucket: String,
     pub table: String,
+}
+
+/// Whether `key` is in a workspace's upload staging area.
+fn is_staged_key(key: &str) -> bool {
+    key.strip_prefix("t/")
+        .and_then(|rest| rest.split_once("/w/"))
+        .and_then(|(_, rest)| rest.split_once('/'))
+        .is_some_and(|(_, rest)| rest.starts_with("uploads/"))
 }
 
 /// `t/<tenant>/w/<workspace>/files/<path>` back into its scope and path.
@@ -90,6 +103,12 @@ impl Sweeper {
                 let modified = v
                     .last_modified()
                     .map_or(i64::MAX, |t| t.to_millis().unwrap_or(i64::MAX));
+                if is_staged_key(key) {
+                    if modified < now - STAGED_MAX_AGE_MS {
+                        doomed.push((key.to_owned(), id.to_owned()));
+                    }
+                    continue;
+                }
                 if modified > cutoff {
                     continue;
                 }
@@ -139,5 +158,8 @@ mod tests {
         );
         assert!(parse_body_key("t/acme/w/main/other/x").is_none());
         assert!(parse_body_key("t/a#b/w/main/files/x").is_none());
+        assert!(is_staged_key("t/acme/w/main/uploads/0a1b/bytes"));
+        assert!(!is_staged_key("t/acme/w/main/files/uploads/x"));
+        assert!(!is_staged_key("t/acme/w/uploads/files/x"));
     }
 }

@@ -12,21 +12,25 @@
 //! - `live_counts`: prefix               → number of live files
 //! - `snapshots`:   prefix + snapshot id → Snapshot (JSON)
 //! - `bodies`:      (body key, id)       → bytes
+//! - `staged`:      staging key           → stored-at (8 bytes, big-endian ms) + bytes
 
 mod capabilities;
 pub mod json_file;
 pub mod keys;
 pub mod secrets;
 pub mod sessions;
+mod staging;
 
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::de::DeserializeOwned;
 use std::path::Path;
 use std::sync::Arc;
-use workspace_core::model::{BodyRef, Head, IdempotencyRecord, Pin, Snapshot, VersionRecord};
+use workspace_core::model::{
+    BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, VersionRecord,
+};
 use workspace_core::ports::{
-    BodyStore, Commit, CommitOutcome, Expect, IdSource, MetaStore, RandomIds,
+    BodyStore, Commit, CommitOutcome, Expect, IdSource, MetaStore, RandomIds, Staged,
 };
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
@@ -39,6 +43,7 @@ const IDEMPOTENCY: TableDefinition<&str, &[u8]> = TableDefinition::new("idempote
 const LIVE_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("live_counts");
 const BODIES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("bodies");
 const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");
+pub(crate) const STAGED: TableDefinition<&str, &[u8]> = TableDefinition::new("staged");
 
 /// The database file's name inside the data directory.
 pub const DB_FILE: &str = "workspace.redb";
@@ -84,6 +89,7 @@ impl EmbeddedStore {
         txn.open_table(BODIES).map_err(db_err)?;
         capabilities::create_tables(&txn)?;
         txn.open_table(SNAPSHOTS).map_err(db_err)?;
+        txn.open_table(STAGED).map_err(db_err)?;
         sessions::create_tables(&txn)?;
         txn.commit().map_err(db_err)?;
         Ok(Self { db: Arc::new(db) })
@@ -422,5 +428,28 @@ impl BodyStore for EmbeddedStore {
             txn.commit().map_err(db_err)
         })
         .await
+    }
+
+    async fn put_staged(&self, key: &str, bytes: Vec<u8>, now: Millis) -> Result<()> {
+        let key = key.to_owned();
+        self.blocking(move |db| staging::put(db, &key, &bytes, now))
+            .await
+    }
+
+    async fn get_staged(&self, key: &str, max_bytes: u64) -> Result<Option<Staged>> {
+        let key = key.to_owned();
+        self.blocking(move |db| staging::get(db, &key, max_bytes))
+            .await
+    }
+
+    async fn delete_staged(&self, key: &str) -> Result<()> {
+        let key = key.to_owned();
+        self.blocking(move |db| staging::delete(db, &key)).await
+    }
+
+    async fn prune_staged(&self, prefix: &str, cutoff: Millis) -> Result<u64> {
+        let prefix = prefix.to_owned();
+        self.blocking(move |db| staging::prune(db, &prefix, cutoff))
+            .await
     }
 }

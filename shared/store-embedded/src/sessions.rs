@@ -13,6 +13,7 @@ use super::{
     VERSIONS,
 };
 use crate::capabilities::{BLOB_BYTES, BLOB_META, CACHE};
+use crate::STAGED;
 use async_trait::async_trait;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
 use workspace_core::model::{sha256_hex, Millis};
@@ -55,7 +56,7 @@ fn claim_key(rec: &WorkspaceRecord, path: &str) -> String {
 }
 
 /// The first key after every key starting with `prefix` (which ends in `/`; `0` follows it).
-fn prefix_end(prefix: &str) -> String {
+pub(crate) fn prefix_end(prefix: &str) -> String {
     format!("{}0", &prefix[..prefix.len().saturating_sub(1)])
 }
 
@@ -385,7 +386,7 @@ impl BodyEraser for EmbeddedStore {
                 }
             }
             // The RFC 0019 data of the workspace lives in the same file.
-            for table in [CACHE, BLOB_META, BLOB_BYTES] {
+            for table in [CACHE, BLOB_META, BLOB_BYTES, STAGED] {
                 n += drain_str(&txn, table, &prefix)?;
             }
             txn.commit().map_err(db_err)?;
@@ -404,7 +405,7 @@ impl BodyEraser for EmbeddedStore {
                 .range((prefix.as_str(), "")..(end.as_str(), ""))
                 .map_err(db_err)?
                 .count() as u64;
-            for table in [CACHE, BLOB_META, BLOB_BYTES] {
+            for table in [CACHE, BLOB_META, BLOB_BYTES, STAGED] {
                 n += count_str(db, table, &prefix)?;
             }
             Ok(n)

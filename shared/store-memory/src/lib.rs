@@ -9,8 +9,10 @@ pub mod sessions;
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
-use workspace_core::model::{BodyRef, Head, IdempotencyRecord, Pin, Snapshot, VersionRecord};
-use workspace_core::ports::{BodyStore, Commit, CommitOutcome, Expect, MetaStore};
+use workspace_core::model::{
+    BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, VersionRecord,
+};
+use workspace_core::ports::{BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged};
 use workspace_core::secrets::{SecretRecord, SecretStore};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, TenantId, WorkspaceError};
 
@@ -203,17 +205,33 @@ impl MetaStore for MemoryMeta {
 /// (body key, version id) → bytes.
 type BodyMap = HashMap<(String, String), Vec<u8>>;
 
-/// Bodies in memory, keyed by (key, version id).
+/// Bodies in memory, keyed by (key, version id); staged uploads by key.
 #[derive(Default, Clone)]
 pub struct MemoryBodies {
     bodies: Arc<Mutex<BodyMap>>,
     next: Arc<Mutex<u64>>,
+    staged: Arc<Mutex<HashMap<String, (Millis, Vec<u8>)>>>,
 }
 
 impl MemoryBodies {
-    /// How many bodies are held (committed or orphaned), for tests that check clean-up.
+    /// How many bodies are held (committed or orphaned, staged uploads included), for
+    /// tests that check clean-up.
     pub fn len(&self) -> usize {
-        self.bodies.lock().map_or(0, |b| b.len())
+        self.bodies.lock().map_or(0, |b| b.len()) + self.staged.lock().map_or(0, |s| s.len())
+    }
+
+    /// Removes staged objects under `prefix` (all of them, or those stored before
+    /// `cutoff`); how many went.
+    pub(crate) fn drop_staged(&self, prefix: &str, cutoff: Option<Millis>) -> Result<u64> {
+        let mut staged = self.staged.lock().map_err(poisoned)?;
+        let before = staged.len();
+        staged.retain(|k, (at, _)| !(k.starts_with(prefix) && cutoff.is_none_or(|c| *at < c)));
+        Ok((before - staged.len()) as u64)
+    }
+
+    pub(crate) fn count_staged(&self, prefix: &str) -> Result<u64> {
+        let staged = self.staged.lock().map_err(poisoned)?;
+        Ok(staged.keys().filter(|k| k.starts_with(prefix)).count() as u64)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -258,6 +276,32 @@ impl BodyStore for MemoryBodies {
             .map_err(poisoned)?
             .remove(&(body.key.clone(), body.version_id.clone()));
         Ok(())
+    }
+
+    async fn put_staged(&self, key: &str, bytes: Vec<u8>, now: Millis) -> Result<()> {
+        self.staged
+            .lock()
+            .map_err(poisoned)?
+            .insert(key.to_owned(), (now, bytes));
+        Ok(())
+    }
+
+    async fn get_staged(&self, key: &str, max_bytes: u64) -> Result<Option<Staged>> {
+        let staged = self.staged.lock().map_err(poisoned)?;
+        Ok(staged.get(key).map(|(at, bytes)| Staged {
+            size: bytes.len() as u64,
+            stored_at: *at,
+            bytes: (bytes.len() as u64 <= max_bytes).then(|| bytes.clone()),
+        }))
+    }
+
+    async fn delete_staged(&self, key: &str) -> Result<()> {
+        self.staged.lock().map_err(poisoned)?.remove(key);
+        Ok(())
+    }
+
+    async fn prune_staged(&self, prefix: &str, cutoff: Millis) -> Result<u64> {
+        self.drop_staged(prefix, Some(cutoff))
     }
 }
 

@@ -226,15 +226,17 @@ impl SessionStore for MemorySessions {
 #[async_trait]
 impl BodyEraser for MemoryBodies {
     async fn erase_prefix(&self, prefix: &str) -> Result<u64> {
+        let staged = self.drop_staged(prefix, None)?;
         let mut bodies = self.bodies.lock().map_err(poisoned)?;
         let before = bodies.len();
         bodies.retain(|(k, _), _| !k.starts_with(prefix));
-        Ok((before - bodies.len()) as u64)
+        Ok((before - bodies.len()) as u64 + staged)
     }
 
     async fn count_prefix(&self, prefix: &str) -> Result<u64> {
+        let staged = self.count_staged(prefix)?;
         let bodies = self.bodies.lock().map_err(poisoned)?;
-        Ok(bodies.keys().filter(|(k, _)| k.starts_with(prefix)).count() as u64)
+        Ok(bodies.keys().filter(|(k, _)| k.starts_with(prefix)).count() as u64 + staged)
     }
 }
 

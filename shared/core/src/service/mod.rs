@@ -29,10 +29,15 @@ mod history;
 mod pins;
 mod read;
 mod snapshots;
+mod uploads;
 mod write;
 
 pub use history::{Diff, VersionPage};
 pub use snapshots::{DEFAULT_SNAPSHOT_TTL_MS, MAX_SNAPSHOT_RECORD_BYTES};
+pub use uploads::{
+    UploadCommit, UploadRequest, UploadTicket, COMMIT_WINDOW_MS, DEFAULT_UPLOAD_URL_SECONDS,
+    LATE_UPLOAD_TOLERANCE_MS, MAX_UPLOAD_URL_SECONDS, SIGNED_UPLOAD_PREFIX, STAGED_MAX_AGE_MS,
+};
 
 /// Longest accepted `If-Match` / `Idempotency-Key` value.
 pub const MAX_HEADER_VALUE_LEN: usize = 255;
@@ -69,6 +74,9 @@ pub struct WorkspaceService {
     ids: Arc<dyn IdSource>,
     limits: Limits,
     snapshot_ttl_ms: Millis,
+    /// Signs upload URLs when the body store cannot presign (the local server).
+    upload_signer: Option<crate::blob::LocalPresign>,
+    upload_url_seconds: u64,
 }
 
 /// The live head, if the path has one.
@@ -170,6 +178,8 @@ impl WorkspaceService {
             ids,
             limits,
             snapshot_ttl_ms: DEFAULT_SNAPSHOT_TTL_MS,
+            upload_signer: None,
+            upload_url_seconds: DEFAULT_UPLOAD_URL_SECONDS,
         }
     }
 

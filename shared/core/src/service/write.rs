@@ -11,7 +11,6 @@ enum PutOutcome {
 impl WorkspaceService {
     /// Writes a new version (or the first version of a new lineage).
     pub async fn put(&self, who: &Identity, req: PutRequest) -> Result<StoredFile> {
-        let scope = &who.scope;
         let path = req
             .path
             .clone()
@@ -33,18 +32,8 @@ impl WorkspaceService {
             });
         }
         let content_type = content_type_for(&path, req.content_type.clone())?;
-        // WSR-1: what is stored (and answered, and hashed) is the redacted text.
-        let mut req = req;
-        if let Ok(text) = std::str::from_utf8(&req.content) {
-            let redacted = self.redact_for(who, text).await?;
-            if !redacted.hits.is_empty() {
-                tracing::info!(rules = ?redacted.hits, %path, "secrets redacted before storing");
-                req.content = redacted.text.into_bytes();
-            }
-        }
-        let sha = sha256_hex(&req.content);
-        let now = self.clock.now_ms();
-
+        let content = self.redact_content(who, &path, req.content).await?;
+        let sha = sha256_hex(&content);
         let fingerprint = sha256_hex(
             format!(
                 "{path}\n{content_type}\n{sha}\n{:?}\n{}",
@@ -52,12 +41,51 @@ impl WorkspaceService {
             )
             .as_bytes(),
         );
-        if let Some(key) = &req.idempotency_key {
-            if let Some(rec) = self.meta.idempotency(scope, key).await? {
-                if rec.created_at > now - IDEMPOTENCY_TTL_MS {
-                    return self.replay(rec, &fingerprint, req.content);
-                }
-            }
+        let req = PutRequest { content, ..req };
+        self.store(who, &path, req, &content_type, &sha, &fingerprint)
+            .await
+    }
+
+    /// WSR-1 for a body about to be stored: UTF-8 text is stored (and answered, and
+    /// hashed) redacted; other bytes as they are.
+    pub(super) async fn redact_content(
+        &self,
+        who: &Identity,
+        path: &FilePath,
+        content: Vec<u8>,
+    ) -> Result<Vec<u8>> {
+        let Ok(text) = std::str::from_utf8(&content) else {
+            return Ok(content);
+        };
+        let redacted = self.redact_for(who, text).await?;
+        if redacted.hits.is_empty() {
+            return Ok(content);
+        }
+        tracing::info!(rules = ?redacted.hits, %path, "secrets redacted before storing");
+        Ok(redacted.text.into_bytes())
+    }
+
+    /// Steps 2-4 of the write protocol for content already checked and redacted: the
+    /// idempotency replay, the body upload, and the commit loop. `fingerprint` tells a
+    /// retry of this request from another request under the same key.
+    pub(super) async fn store(
+        &self,
+        who: &Identity,
+        path: &FilePath,
+        req: PutRequest,
+        content_type: &str,
+        sha: &str,
+        fingerprint: &str,
+    ) -> Result<StoredFile> {
+        let scope = &who.scope;
+        let path = path.clone();
+        let content_type = content_type.to_owned();
+        let now = self.clock.now_ms();
+        if let Some(rec) = self
+            .recorded_key(scope, req.idempotency_key.as_deref(), now)
+            .await?
+        {
+            return self.replay(rec, fingerprint, req.content);
         }
 
         // The body upload and the first head read do not depend on each other: run them
@@ -83,8 +111,8 @@ impl WorkspaceService {
                 &req,
                 &body,
                 &content_type,
-                &sha,
-                &fingerprint,
+                sha,
+                fingerprint,
                 now,
                 head,
             )
@@ -96,7 +124,7 @@ impl WorkspaceService {
             }),
             Ok(PutOutcome::Replay(rec)) => {
                 self.discard_body(&body).await;
-                self.replay(rec, &fingerprint, req.content)
+                self.replay(rec, fingerprint, req.content)
             }
             Err(e) => {
                 self.discard_body(&body).await;
@@ -305,7 +333,24 @@ impl WorkspaceService {
         )))
     }
 
-    fn replay(
+    /// The live record of an idempotency key, if one was given and is recorded.
+    pub(super) async fn recorded_key(
+        &self,
+        scope: &Scope,
+        key: Option<&str>,
+        now: Millis,
+    ) -> Result<Option<IdempotencyRecord>> {
+        let Some(key) = key else {
+            return Ok(None);
+        };
+        Ok(self
+            .meta
+            .idempotency(scope, key)
+            .await?
+            .filter(|rec| rec.created_at > now - IDEMPOTENCY_TTL_MS))
+    }
+
+    pub(super) fn replay(
         &self,
         rec: IdempotencyRecord,
         fingerprint: &str,

@@ -1,0 +1,426 @@
+//! Two-step uploads: files larger than one request can carry (Lambda's payload cap).
+//!
+//! 1. [`WorkspaceService::start_upload`] checks the declaration (path, size up to
+//!    `maxUploadBytes`, SHA-256, content type), keeps it in the body store's staging area at
+//!    `<scope>uploads/<id>/declared`, and answers a URL for the bytes: an S3 presigned PUT
+//!    on AWS (content length and type signed), elsewhere a URL this process signs and
+//!    serves itself ([`WorkspaceService::serve_signed_upload`]).
+//! 2. The client PUTs the bytes to that URL; they wait at `<scope>uploads/<id>/bytes`.
+//! 3. [`WorkspaceService::commit_upload`] reads both, checks the size, the SHA-256 and that
+//!    the bytes arrived before the URL expired, then stores them through the same steps as
+//!    an inline put (redaction, If-Match, lineage, quotas, idempotency, events). A refused
+//!    commit changes no file; a commit refused by a precondition (409, 413) keeps the upload
+//!    so the client can retry without sending the bytes again.
+//!
+//! Uploads never committed are removed once older than [`STAGED_MAX_AGE_MS`]: on the local
+//! stores when the next upload of the workspace starts, on AWS by the hourly sweeper.
+
+use super::*;
+use crate::blob::{LocalPresign, PresignMethod, PresignSpec, PresignedUrl};
+use crate::signed_url::SignedUrlError;
+use serde::{Deserialize, Serialize};
+
+/// Default lifetime of an upload URL (`WORKSPACE_UPLOAD_URL_SECONDS`).
+pub const DEFAULT_UPLOAD_URL_SECONDS: u64 = 900;
+/// Longest upload URL lifetime a deployment may configure.
+pub const MAX_UPLOAD_URL_SECONDS: u64 = 12 * 60 * 60;
+/// How long after its URL expired an upload can still be committed.
+pub const COMMIT_WINDOW_MS: Millis = 60 * 60 * 1000;
+/// Clock difference tolerated between this process and the store that timestamps the bytes.
+pub const LATE_UPLOAD_TOLERANCE_MS: Millis = 5 * 60 * 1000;
+/// Age after which a staged upload is garbage: longer than any URL plus its commit window.
+pub const STAGED_MAX_AGE_MS: Millis = 24 * 60 * 60 * 1000;
+/// Path prefix of every locally signed upload URL.
+pub const SIGNED_UPLOAD_PREFIX: &str = "/v1/signed/upload/";
+/// Largest declaration record (it holds a path, a digest and a media type).
+const MAX_DECLARATION_BYTES: u64 = 4096;
+
+/// `POST /v1/host/workspace/uploads`, as the HTTP layer hands it over.
+#[derive(Debug, Clone)]
+pub struct UploadRequest {
+    pub path: FilePath,
+    pub size: u64,
+    pub sha256: String,
+    pub content_type: Option<String>,
+}
+
+/// What a started upload answers: its id and where to send the bytes.
+#[derive(Debug, Clone)]
+pub struct UploadTicket {
+    pub upload_id: String,
+    pub url: PresignedUrl,
+}
+
+/// The commit of an upload: `PUT files/{path}` with `{"uploadId"}` and the usual headers.
+#[derive(Debug, Clone, Default)]
+pub struct UploadCommit {
+    pub upload_id: String,
+    pub if_match: Option<String>,
+    pub if_none_match_any: bool,
+    pub idempotency_key: Option<String>,
+}
+
+/// What the client declared, kept until the commit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Declaration {
+    path: String,
+    size: u64,
+    sha256: String,
+    content_type: String,
+    created_at: Millis,
+    /// When the upload URL stops working.
+    expires_at: Millis,
+}
+
+fn uploads_prefix(scope: &Scope) -> String {
+    format!("{}uploads/", scope.key_prefix())
+}
+
+fn declared_key(scope: &Scope, id: &str) -> String {
+    format!("{}{id}/declared", uploads_prefix(scope))
+}
+
+fn bytes_key(scope: &Scope, id: &str) -> String {
+    format!("{}{id}/bytes", uploads_prefix(scope))
+}
+
+/// Ids this service issues: 1-64 of `a-z 0-9 -`. Anything else names no upload (and
+/// could not be placed in a storage key safely).
+fn is_upload_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+fn unknown_upload() -> WorkspaceError {
+    WorkspaceError::not_found(
+        "no such upload in this workspace (unknown, already committed, or expired); start one with POST /v1/host/workspace/uploads",
+    )
+}
+
+fn check_sha256(sha: &str) -> Result<String> {
+    if sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit()) {
+        Ok(sha.to_ascii_lowercase())
+    } else {
+        Err(WorkspaceError::validation(
+            "sha256 must be the SHA-256 of the bytes as 64 hex digits",
+        ))
+    }
+}
+
+/// `<tenant>/<workspace>/<id>` of a signed upload path back into its parts.
+fn parse_signed_path(path: &str) -> Option<(Scope, String)> {
+    let rest = path.strip_prefix(SIGNED_UPLOAD_PREFIX)?;
+    let mut parts = rest.splitn(3, '/');
+    let (t, w, id) = (parts.next()?, parts.next()?, parts.next()?);
+    let scope = Scope::parse(t, w).ok()?;
+    is_upload_id(id).then(|| (scope, id.to_owned()))
+}
+
+impl WorkspaceService {
+    /// Where uploads get URLs when the body store cannot presign (the local server).
+    pub fn with_upload_signer(mut self, signer: LocalPresign) -> Self {
+        self.upload_signer = Some(signer);
+        self
+    }
+
+    /// How long an upload URL works (`WORKSPACE_UPLOAD_URL_SECONDS`).
+    pub fn with_upload_url_seconds(mut self, seconds: u64) -> Self {
+        self.upload_url_seconds = seconds.clamp(1, MAX_UPLOAD_URL_SECONDS);
+        self
+    }
+
+    /// Whether this process serves locally signed upload URLs.
+    pub fn signs_uploads(&self) -> bool {
+        self.upload_signer.is_some()
+    }
+
+    /// Step 1: checks the declaration and answers the URL the bytes go to.
+    pub async fn start_upload(&self, who: &Identity, req: UploadRequest) -> Result<UploadTicket> {
+        let max = self.limits.max_upload_bytes;
+        if req.size > max {
+            return Err(WorkspaceError::TooLarge {
+                message: format!("size is {} bytes; maxUploadBytes is {max}", req.size),
+                limit: max,
+            });
+        }
+        let sha256 = check_sha256(&req.sha256)?;
+        let content_type = content_type_for(&req.path, req.content_type)?;
+        let now = self.clock.now_ms();
+        let scope = &who.scope;
+        // Leftovers of this workspace's abandoned uploads go first (a no-op where a
+        // scheduled sweeper does it). Failing to prune never fails the upload.
+        if let Err(e) = self
+            .bodies
+            .prune_staged(&uploads_prefix(scope), now - STAGED_MAX_AGE_MS)
+            .await
+        {
+            tracing::warn!(error = %e, "could not prune abandoned uploads");
+        }
+        let id = self.ids.new_id();
+        let spec = PresignSpec {
+            method: PresignMethod::Put,
+            expires_in_seconds: self.upload_url_seconds,
+            version_id: None,
+            content_length: Some(req.size),
+            content_type: Some(content_type.clone()),
+            now,
+        };
+        let url = match self
+            .bodies
+            .presign_staged_put(&bytes_key(scope, &id), &spec)
+            .await?
+        {
+            Some(url) => url,
+            None => self.local_upload_url(scope, &id, &spec)?,
+        };
+        let declaration = Declaration {
+            path: req.path.to_string(),
+            size: req.size,
+            sha256,
+            content_type,
+            created_at: now,
+            expires_at: url.expires_at,
+        };
+        let json = serde_json::to_vec(&declaration).map_err(WorkspaceError::internal)?;
+        self.bodies
+            .put_staged(&declared_key(scope, &id), json, now)
+            .await?;
+        Ok(UploadTicket { upload_id: id, url })
+    }
+
+    /// A URL this process signs: `PUT <base>/v1/signed/upload/<tenant>/<workspace>/<id>`,
+    /// valid for exactly the declared length and content type.
+    fn local_upload_url(
+        &self,
+        scope: &Scope,
+        id: &str,
+        spec: &PresignSpec,
+    ) -> Result<PresignedUrl> {
+        let local = self.upload_signer.as_ref().ok_or_else(|| {
+            WorkspaceError::NotProvided(
+                "this deployment has no way to accept uploads (no presigning store, no local signer)"
+                    .to_owned(),
+            )
+        })?;
+        let ttl_ms =
+            i64::try_from(spec.expires_in_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+        // Whole seconds, rounded down: the URL never outlives what was configured.
+        let expires = spec.now.saturating_add(ttl_ms).div_euclid(1000);
+        let len = spec.content_length.unwrap_or(0).to_string();
+        let ct = spec.content_type.clone().unwrap_or_default();
+        let path = format!(
+            "{SIGNED_UPLOAD_PREFIX}{}/{}/{id}",
+            scope.tenant, scope.workspace
+        );
+        let query = local
+            .signer
+            .sign("PUT", &path, expires, &[("len", &len), ("ct", &ct)]);
+        Ok(PresignedUrl {
+            url: format!("{}{path}?{query}", local.base_url),
+            method: PresignMethod::Put,
+            expires_at: expires.saturating_mul(1000),
+            headers: vec![
+                ("content-length".to_owned(), len),
+                ("content-type".to_owned(), ct),
+            ],
+        })
+    }
+
+    /// Step 2 on the local server: a PUT to a URL [`Self::local_upload_url`] signed. Like
+    /// S3, it refuses a body of another length or content type than the URL was signed
+    /// for, and any use at or after its expiry.
+    pub async fn serve_signed_upload(
+        &self,
+        method: &str,
+        path: &str,
+        query: &[(String, String)],
+        body: Vec<u8>,
+        content_type: Option<&str>,
+    ) -> Result<(String, u64)> {
+        let invalid = || {
+            WorkspaceError::Forbidden(
+                "the upload URL is not valid (altered, or not issued by this server)".to_owned(),
+            )
+        };
+        let local = self
+            .upload_signer
+            .as_ref()
+            .ok_or_else(|| WorkspaceError::not_found("this deployment serves no signed URLs"))?;
+        let now = self.clock.now_ms();
+        let params = match local.signer.verify(method, path, query, now) {
+            Ok(p) => p,
+            Err(SignedUrlError::Invalid) => return Err(invalid()),
+            Err(SignedUrlError::Expired { expires_at }) => {
+                return Err(WorkspaceError::Forbidden(format!(
+                    "the upload URL expired at {}; start a new upload",
+                    format_time(expires_at.saturating_mul(1000))
+                )))
+            }
+        };
+        if method != "PUT" {
+            return Err(invalid());
+        }
+        let (scope, id) = parse_signed_path(path).ok_or_else(invalid)?;
+        let size = body.len() as u64;
+        if params.get("len") != Some(&size.to_string()) {
+            return Err(WorkspaceError::Forbidden(format!(
+                "the body is {size} bytes, not the size this upload URL was signed for"
+            )));
+        }
+        let ct = content_type.unwrap_or_default();
+        if params.get("ct").map(String::as_str) != Some(ct) {
+            return Err(WorkspaceError::Forbidden(
+                "the Content-Type is not the one this upload URL was signed for".to_owned(),
+            ));
+        }
+        // Bytes for an upload already committed (or pruned) would only be garbage.
+        if self.declaration(&scope, &id).await?.is_none() {
+            return Err(unknown_upload());
+        }
+        self.bodies
+            .put_staged(&bytes_key(&scope, &id), body, now)
+            .await?;
+        Ok((id, size))
+    }
+
+    async fn declaration(&self, scope: &Scope, id: &str) -> Result<Option<Declaration>> {
+        let Some(staged) = self
+            .bodies
+            .get_staged(&declared_key(scope, id), MAX_DECLARATION_BYTES)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let bytes = staged
+            .bytes
+            .ok_or_else(|| WorkspaceError::internal("an upload declaration is oversized"))?;
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            WorkspaceError::internal(format!("an upload declaration is unreadable: {e}"))
+        })
+    }
+
+    /// Removes an upload's staged bytes (and its declaration, when `all`). Failures are
+    /// logged: leftovers are only garbage, pruned later.
+    async fn discard_upload(&self, scope: &Scope, id: &str, all: bool) {
+        let mut keys = vec![bytes_key(scope, id)];
+        if all {
+            keys.push(declared_key(scope, id));
+        }
+        for key in keys {
+            if let Err(e) = self.bodies.delete_staged(&key).await {
+                tracing::warn!(error = %e, "could not remove a staged upload");
+            }
+        }
+    }
+
+    /// Step 3: verifies the uploaded bytes against the declaration and commits them to
+    /// `path` under the inline put's rules. Answers the new version's metadata.
+    pub async fn commit_upload(
+        &self,
+        who: &Identity,
+        path: &FilePath,
+        req: UploadCommit,
+    ) -> Result<FileMeta> {
+        if let Some(v) = &req.if_match {
+            check_header_value("If-Match", v)?;
+        }
+        if let Some(v) = &req.idempotency_key {
+            check_header_value("Idempotency-Key", v)?;
+        }
+        let scope = &who.scope;
+        let id = req.upload_id.as_str();
+        let fingerprint = sha256_hex(
+            format!(
+                "upload\n{path}\n{id}\n{:?}\n{}",
+                req.if_match, req.if_none_match_any
+            )
+            .as_bytes(),
+        );
+        let now = self.clock.now_ms();
+        // A retry of a commit that succeeded finds its key before the (removed) upload.
+        if let Some(rec) = self
+            .recorded_key(scope, req.idempotency_key.as_deref(), now)
+            .await?
+        {
+            return self.replay(rec, &fingerprint, Vec::new()).map(|f| f.meta);
+        }
+        if !is_upload_id(id) {
+            return Err(unknown_upload());
+        }
+        let decl = self
+            .declaration(scope, id)
+            .await?
+            .ok_or_else(unknown_upload)?;
+        if now >= decl.expires_at.saturating_add(COMMIT_WINDOW_MS) {
+            self.discard_upload(scope, id, true).await;
+            return Err(WorkspaceError::validation(format!(
+                "upload {id} expired at {}; start a new upload",
+                format_time(decl.expires_at.saturating_add(COMMIT_WINDOW_MS))
+            )));
+        }
+        if decl.path != path.as_str() {
+            return Err(WorkspaceError::validation(format!(
+                "upload {id} was declared for {}, not {path}",
+                decl.path
+            )));
+        }
+        let staged = self
+            .bodies
+            .get_staged(&bytes_key(scope, id), decl.size)
+            .await?
+            .ok_or_else(|| {
+                WorkspaceError::validation(format!(
+                    "no bytes were uploaded for upload {id}: PUT them to its URL first"
+                ))
+            })?;
+        let refused = |message: String| async move {
+            // Wrong bytes are never kept; the URL (while valid) takes the right ones.
+            self.discard_upload(scope, id, false).await;
+            Err(WorkspaceError::validation(message))
+        };
+        if staged.stored_at > decl.expires_at.saturating_add(LATE_UPLOAD_TOLERANCE_MS) {
+            self.discard_upload(scope, id, false).await;
+            return Err(WorkspaceError::Forbidden(format!(
+                "the bytes of upload {id} arrived after its URL expired at {}; start a new upload",
+                format_time(decl.expires_at)
+            )));
+        }
+        let bytes = match staged.bytes {
+            Some(b) if staged.size == decl.size => b,
+            _ => {
+                return refused(format!(
+                    "{} bytes were uploaded but the declared size is {}; nothing was committed",
+                    staged.size, decl.size
+                ))
+                .await
+            }
+        };
+        let actual = sha256_hex(&bytes);
+        if actual != decl.sha256 {
+            return refused(format!(
+                "the uploaded bytes have SHA-256 {actual}, not the declared {}; nothing was committed",
+                decl.sha256
+            ))
+            .await;
+        }
+        let content = self.redact_content(who, path, bytes).await?;
+        let sha = sha256_hex(&content);
+        let put = PutRequest {
+            path: Some(path.clone()),
+            content,
+            content_type: Some(decl.content_type.clone()),
+            if_match: req.if_match,
+            if_none_match_any: req.if_none_match_any,
+            idempotency_key: req.idempotency_key,
+        };
+        let stored = self
+            .store(who, path, put, &decl.content_type, &sha, &fingerprint)
+            .await?;
+        self.discard_upload(scope, id, true).await;
+        Ok(stored.meta)
+    }
+}

@@ -1,0 +1,90 @@
+//! Two-step uploads (see `workspace_core::service` `uploads`): `POST
+//! /v1/host/workspace/uploads` starts one, the client PUTs the bytes to the URL it answers,
+//! and `PUT /v1/host/workspace/files/{path}` with `{"uploadId"}` commits them
+//! ([`commit`], called from the file PUT). On the local server the URL is this process's
+//! own, under `/v1/signed/upload/` ([`signed`]).
+
+use crate::blob::{content_type, presigned_json};
+use crate::envelope::{json_response, HttpResponse};
+use crate::files::meta_json;
+use crate::request::query_pairs;
+use bytes::Bytes;
+use http::request::Parts;
+use http::{header, HeaderValue, StatusCode};
+use serde::Deserialize;
+use serde_json::json;
+use workspace_core::service::{UploadCommit, UploadRequest};
+use workspace_core::{FilePath, Identity, Result, WorkspaceError, WorkspaceService};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StartBody {
+    path: String,
+    size: u64,
+    sha256: String,
+    content_type: Option<String>,
+}
+
+pub async fn start(
+    service: &WorkspaceService,
+    who: &Identity,
+    body: &Bytes,
+) -> Result<HttpResponse> {
+    let parsed: StartBody = serde_json::from_slice(body).map_err(|e| {
+        WorkspaceError::validation(format!(
+            "body must be {{\"path\", \"size\": <bytes>, \"sha256\": \"<64 hex digits>\", \"contentType\"?}}: {e}"
+        ))
+    })?;
+    let ticket = service
+        .start_upload(
+            who,
+            UploadRequest {
+                path: FilePath::parse(&parsed.path)?,
+                size: parsed.size,
+                sha256: parsed.sha256,
+                content_type: parsed.content_type,
+            },
+        )
+        .await?;
+    let mut answer = presigned_json(ticket.url);
+    answer["uploadId"] = json!(ticket.upload_id);
+    Ok(json_response(StatusCode::CREATED, &answer))
+}
+
+/// The commit: the new version's metadata (never the content, which may be far larger
+/// than a response can carry), with its ETag.
+pub async fn commit(
+    service: &WorkspaceService,
+    who: &Identity,
+    path: &FilePath,
+    req: UploadCommit,
+) -> Result<HttpResponse> {
+    let meta = service.commit_upload(who, path, req).await?;
+    let mut resp = json_response(StatusCode::OK, &meta_json(&meta));
+    let etag = HeaderValue::from_str(&meta.etag)
+        .map_err(|_| WorkspaceError::internal("etag is not a header value"))?;
+    resp.headers_mut().insert(header::ETAG, etag);
+    Ok(resp)
+}
+
+/// A PUT to an upload URL this process signed: no credential, the signature is the grant.
+pub async fn signed(
+    service: &WorkspaceService,
+    parts: &Parts,
+    path: &str,
+    body: &Bytes,
+) -> Result<HttpResponse> {
+    let (upload_id, size) = service
+        .serve_signed_upload(
+            parts.method.as_str(),
+            path,
+            &query_pairs(parts),
+            body.to_vec(),
+            content_type(parts)?,
+        )
+        .await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({ "uploadId": upload_id, "size": size }),
+    ))
+}
