@@ -1,0 +1,132 @@
+//! Two-step uploads on the local server as a client meets them: a real process, real HTTP,
+//! the default limits, and URL expiry on the wall clock (the contract suite covers the same
+//! rules on a manual clock, on every backend).
+
+mod common;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use common::Server;
+use reqwest::{Client, StatusCode};
+use serde_json::{json, Value};
+use std::time::Duration;
+use workspace_core::model::sha256_hex;
+
+const KEY: &str = "local-acme-main-key-0001";
+
+fn env() -> Vec<(&'static str, &'static str)> {
+    vec![("WORKSPACE_API_KEYS", "local-acme-main-key-0001=acme/main")]
+}
+
+/// `n` bytes that are not UTF-8 text, every byte value among them.
+fn binary(n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| u8::try_from((i * 7 + i / 256) % 256).unwrap())
+        .collect()
+}
+
+async fn start(c: &Client, s: &Server, path: &str, bytes: &[u8]) -> Value {
+    let r = c
+        .post(s.url("/v1/host/workspace/uploads"))
+        .bearer_auth(KEY)
+        .json(&json!({
+            "path": path,
+            "size": bytes.len(),
+            "sha256": sha256_hex(bytes),
+            "contentType": "application/octet-stream",
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    r.json().await.unwrap()
+}
+
+/// The bytes to the ticket's URL with the headers it names, and no credential.
+async fn send(c: &Client, ticket: &Value, bytes: Vec<u8>) -> reqwest::Response {
+    let mut req = c.put(ticket["url"].as_str().unwrap()).body(bytes);
+    for (k, v) in ticket["headers"].as_object().unwrap() {
+        if k != "content-length" {
+            req = req.header(k, v.as_str().unwrap());
+        }
+    }
+    req.send().await.unwrap()
+}
+
+async fn commit(c: &Client, s: &Server, path: &str, ticket: &Value) -> reqwest::Response {
+    c.put(s.url(&format!("/v1/host/workspace/files/{path}")))
+        .bearer_auth(KEY)
+        .json(&json!({ "uploadId": ticket["uploadId"] }))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_file_larger_than_one_request_uploads_in_two_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &env()).await;
+    let c = Client::new();
+    // 8 MiB: over the default maxFileBytes (1 MiB) and over Lambda's 6 MB payload cap.
+    let bytes = binary(8 * 1024 * 1024);
+    let inline = c
+        .put(s.url("/v1/host/workspace/files/data/big.bin"))
+        .bearer_auth(KEY)
+        .json(&json!({"contentBase64": STANDARD.encode(&bytes)}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(inline.status(), StatusCode::PAYLOAD_TOO_LARGE);
+
+    let ticket = start(&c, &s, "data/big.bin", &bytes).await;
+    let url = ticket["url"].as_str().unwrap();
+    assert!(url.starts_with(&s.base), "{url} is served by this server");
+    let sent = send(&c, &ticket, bytes.clone()).await;
+    assert_eq!(sent.status(), StatusCode::OK, "{:?}", sent.text().await);
+
+    let done = commit(&c, &s, "data/big.bin", &ticket).await;
+    assert_eq!(done.status(), StatusCode::OK);
+    let meta: Value = done.json().await.unwrap();
+    assert_eq!(meta["version"], 1);
+    assert_eq!(meta["size"], bytes.len());
+
+    let got: Value = common::get_with(&c, s.url("/v1/host/workspace/files/data/big.bin"), KEY)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let read = STANDARD
+        .decode(got["contentBase64"].as_str().unwrap())
+        .unwrap();
+    assert!(read == bytes, "the committed file is the uploaded bytes");
+}
+
+#[tokio::test]
+async fn upload_urls_expire_on_the_wall_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = env();
+    env.push(("WORKSPACE_UPLOAD_URL_SECONDS", "1"));
+    let s = Server::start(dir.path(), &env).await;
+    let c = Client::new();
+    let bytes = binary(4096);
+    let ticket = start(&c, &s, "late.bin", &bytes).await;
+    // Expiry is a whole second at most one second away; wait it out.
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let sent = send(&c, &ticket, bytes.clone()).await;
+    assert_eq!(sent.status(), StatusCode::FORBIDDEN);
+    let v: Value = sent.json().await.unwrap();
+    assert!(v["message"].as_str().unwrap().contains("expired"), "{v}");
+    // Nothing arrived, so nothing commits.
+    let done = commit(&c, &s, "late.bin", &ticket).await;
+    assert_eq!(done.status(), StatusCode::BAD_REQUEST);
+    let r = common::get_with(&c, s.url("/v1/host/workspace/files/late.bin"), KEY).await;
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+
+    // A fresh upload, used in time, commits.
+    let ticket = start(&c, &s, "late.bin", &bytes).await;
+    assert_eq!(send(&c, &ticket, bytes).await.status(), StatusCode::OK);
+    assert_eq!(
+        commit(&c, &s, "late.bin", &ticket).await.status(),
+        StatusCode::OK
+    );
+}
