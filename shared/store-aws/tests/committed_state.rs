@@ -275,6 +275,44 @@ async fn the_sweeper_removes_orphans_after_the_grace_period_only() {
 }
 
 #[tokio::test]
+async fn the_sweeper_removes_abandoned_uploads_after_a_day_only() {
+    use workspace_core::service::STAGED_MAX_AGE_MS;
+    let env = common::fresh(None).await;
+    let bodies = S3Bodies::new(env.clients.s3.clone(), &env.bucket);
+    let now = workspace_core::ports::Clock::now_ms(&SystemClock);
+    // An upload started and sent, never committed; its bytes were sent twice.
+    for (name, bytes) in [("declared", "{}"), ("bytes", "one"), ("bytes", "two")] {
+        bodies
+            .put_staged(
+                &format!("t/acme/w/main/uploads/abc123/{name}"),
+                bytes.into(),
+                now,
+            )
+            .await
+            .unwrap();
+    }
+    let sweeper = Sweeper {
+        s3: env.clients.s3.clone(),
+        dynamodb: env.clients.dynamodb.clone(),
+        bucket: env.bucket.clone(),
+        table: env.table.clone(),
+    };
+    let hour = 3_600_000;
+    // Past the orphan grace but within a day the upload may still be committed.
+    let report = sweeper.sweep(now + 2 * hour, hour).await.unwrap();
+    assert_eq!(report.deleted, 0, "{report:?}");
+    let key = "t/acme/w/main/uploads/abc123/bytes";
+    assert!(bodies.get_staged(key, 10).await.unwrap().is_some());
+    let report = sweeper
+        .sweep(now + STAGED_MAX_AGE_MS + hour, hour)
+        .await
+        .unwrap();
+    assert_eq!(report.deleted, 3, "every version goes: {report:?}");
+    assert!(s3_versions(&env, key).await.is_empty());
+    assert!(bodies.get_staged(key, 10).await.unwrap().is_none());
+}
+
+#[tokio::test]
 async fn a_failed_condition_leaves_no_body_behind() {
     let env = common::fresh(None).await;
     let svc = service(&env, 20);

@@ -114,3 +114,43 @@ async fn the_database_file_never_holds_a_cached_secret() {
         );
     }
 }
+
+/// Uploads never committed leave nothing behind for long: the next upload of the workspace
+/// prunes staged objects older than a day (on AWS the sweeper does it), and only those.
+#[tokio::test]
+async fn abandoned_uploads_are_pruned_by_the_next_upload() {
+    use http::Method;
+    use serde_json::json;
+    use workspace_contract::harness::{scope, KEY_A};
+    use workspace_core::model::sha256_hex;
+    use workspace_core::ports::BodyStore;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Arc::new(EmbeddedStore::open(dir.path()).expect("open store"));
+    let h = workspace_contract::Harness::new(Backend {
+        meta: store.clone(),
+        bodies: store.clone(),
+        secrets: Arc::new(SecretFile::new(dir.path())),
+        guard: Box::new(()),
+    })
+    .await;
+    let start = || async {
+        h.call(Method::POST, "/v1/host/workspace/uploads", Some(KEY_A))
+            .json(&json!({"path": "a.bin", "size": 1, "sha256": sha256_hex(b"x")}))
+            .send()
+            .await
+            .assert_ok()["uploadId"]
+            .as_str()
+            .expect("uploadId")
+            .to_owned()
+    };
+    let declared = |id: &str| format!("{}uploads/{id}/declared", scope("acme", "main").key_prefix());
+    let old = start().await;
+    h.clock.advance(23 * 60 * 60 * 1000);
+    let recent = start().await;
+    h.clock.advance(2 * 60 * 60 * 1000);
+    let newest = start().await;
+    assert!(store.get_staged(&declared(&old), 4096).await.unwrap().is_none());
+    for id in [&recent, &newest] {
+        assert!(store.get_staged(&declared(id), 4096).await.unwrap().is_some());
+    }
+}
