@@ -148,4 +148,60 @@ async fn each_operation_stays_within_its_call_budget() {
         ["DynamoDB.GetItem", "DynamoDB.TransactWriteItems"]
     );
     assert_eq!(log.sequential_depth(), 2);
+
+    // Two-step upload. Start: the declaration is one object. The second PutObject is the
+    // presigning: the SDK runs it through its interceptors but sends nothing.
+    use workspace_core::model::sha256_hex;
+    use workspace_core::ports::BodyStore;
+    use workspace_core::service::{UploadCommit, UploadRequest};
+    let bytes = vec![7u8; 2 * 1024 * 1024];
+    log.reset();
+    let ticket = svc
+        .start_upload(
+            &who(),
+            UploadRequest {
+                path: FilePath::parse("big.bin").unwrap(),
+                size: bytes.len() as u64,
+                sha256: sha256_hex(&bytes),
+                content_type: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(log.calls(), ["S3.PutObject", "S3.PutObject"]);
+    // (The client's PUT to the URL, made here through the port.)
+    let staged = format!("t/acme/w/main/uploads/{}/bytes", ticket.upload_id);
+    S3Bodies::new(env.clients.s3.clone(), &env.bucket)
+        .put_staged(&staged, bytes, 0)
+        .await
+        .unwrap();
+    // Commit: declaration and bytes side by side, then the PUT's own calls, then both
+    // staged objects go side by side (each: list its versions, delete each).
+    log.reset();
+    svc.commit_upload(
+        &who(),
+        &FilePath::parse("big.bin").unwrap(),
+        UploadCommit {
+            upload_id: ticket.upload_id,
+            ..UploadCommit::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        log.calls(),
+        [
+            "DynamoDB.GetItem",
+            "DynamoDB.Query",
+            "DynamoDB.TransactWriteItems",
+            "S3.DeleteObject",
+            "S3.DeleteObject",
+            "S3.GetObject",
+            "S3.GetObject",
+            "S3.ListObjectVersions",
+            "S3.ListObjectVersions",
+            "S3.PutObject"
+        ]
+    );
+    assert_eq!(log.sequential_depth(), 6);
 }

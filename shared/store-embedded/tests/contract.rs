@@ -143,14 +143,27 @@ async fn abandoned_uploads_are_pruned_by_the_next_upload() {
             .expect("uploadId")
             .to_owned()
     };
-    let declared = |id: &str| format!("{}uploads/{id}/declared", scope("acme", "main").key_prefix());
+    let declared = |id: &str| {
+        format!(
+            "{}uploads/{id}/declared",
+            scope("acme", "main").key_prefix()
+        )
+    };
     let old = start().await;
     h.clock.advance(23 * 60 * 60 * 1000);
     let recent = start().await;
     h.clock.advance(2 * 60 * 60 * 1000);
     let newest = start().await;
-    assert!(store.get_staged(&declared(&old), 4096).await.unwrap().is_none());
+    assert!(store
+        .get_staged(&declared(&old), 4096)
+        .await
+        .unwrap()
+        .is_none());
     for id in [&recent, &newest] {
-        assert!(store.get_staged(&declared(id), 4096).await.unwrap().is_some());
+        assert!(store
+            .get_staged(&declared(id), 4096)
+            .await
+            .unwrap()
+            .is_some());
     }
 }

@@ -306,14 +306,16 @@ impl WorkspaceService {
     /// Removes an upload's staged bytes (and its declaration, when `all`). Failures are
     /// logged: leftovers are only garbage, pruned later.
     async fn discard_upload(&self, scope: &Scope, id: &str, all: bool) {
-        let mut keys = vec![bytes_key(scope, id)];
-        if all {
-            keys.push(declared_key(scope, id));
-        }
-        for key in keys {
-            if let Err(e) = self.bodies.delete_staged(&key).await {
-                tracing::warn!(error = %e, "could not remove a staged upload");
+        let (bytes, declared) = (bytes_key(scope, id), declared_key(scope, id));
+        let (a, b) = tokio::join!(self.bodies.delete_staged(&bytes), async {
+            if all {
+                self.bodies.delete_staged(&declared).await
+            } else {
+                Ok(())
             }
+        });
+        for e in [a, b].into_iter().filter_map(Result::err) {
+            tracing::warn!(error = %e, "could not remove a staged upload");
         }
     }
 
@@ -351,10 +353,15 @@ impl WorkspaceService {
         if !is_upload_id(id) {
             return Err(unknown_upload());
         }
-        let decl = self
-            .declaration(scope, id)
-            .await?
-            .ok_or_else(unknown_upload)?;
+        // The declaration and the bytes are read side by side (one round trip, not two);
+        // the bytes only up to the upload limit until the declaration names their size.
+        let staged_key = bytes_key(scope, id);
+        let (decl, staged) = tokio::join!(
+            self.declaration(scope, id),
+            self.bodies
+                .get_staged(&staged_key, self.limits.max_upload_bytes)
+        );
+        let decl = decl?.ok_or_else(unknown_upload)?;
         if now >= decl.expires_at.saturating_add(COMMIT_WINDOW_MS) {
             self.discard_upload(scope, id, true).await;
             return Err(WorkspaceError::validation(format!(
@@ -368,15 +375,11 @@ impl WorkspaceService {
                 decl.path
             )));
         }
-        let staged = self
-            .bodies
-            .get_staged(&bytes_key(scope, id), decl.size)
-            .await?
-            .ok_or_else(|| {
-                WorkspaceError::validation(format!(
-                    "no bytes were uploaded for upload {id}: PUT them to its URL first"
-                ))
-            })?;
+        let staged = staged?.ok_or_else(|| {
+            WorkspaceError::validation(format!(
+                "no bytes were uploaded for upload {id}: PUT them to its URL first"
+            ))
+        })?;
         let refused = |message: String| async move {
             // Wrong bytes are never kept; the URL (while valid) takes the right ones.
             self.discard_upload(scope, id, false).await;
@@ -390,7 +393,7 @@ impl WorkspaceService {
             )));
         }
         let bytes = match staged.bytes {
-            Some(b) if staged.size == decl.size => b,
+            Some(b) if b.len() as u64 == decl.size => b,
             _ => {
                 return refused(format!(
                     "{} bytes were uploaded but the declared size is {}; nothing was committed",
