@@ -90,14 +90,22 @@ async fn a_file_larger_than_one_request_uploads_in_two_steps() {
     assert_eq!(meta["version"], 1);
     assert_eq!(meta["size"], bytes.len());
 
+    // A read of it answers a download URL this server serves (no credential needed).
     let got: Value = common::get_with(&c, s.url("/v1/host/workspace/files/data/big.bin"), KEY)
         .await
         .json()
         .await
         .unwrap();
-    let read = STANDARD
-        .decode(got["contentBase64"].as_str().unwrap())
-        .unwrap();
+    assert!(got.get("contentBase64").is_none(), "{got}");
+    let url = got["download"]["url"].as_str().unwrap();
+    assert!(url.starts_with(&s.base), "{url}");
+    let r = c.get(url).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(
+        r.headers()["content-type"].to_str().unwrap(),
+        "application/octet-stream"
+    );
+    let read = r.bytes().await.unwrap().to_vec();
     assert!(read == bytes, "the committed file is the uploaded bytes");
 }
 

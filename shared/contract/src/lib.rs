@@ -74,6 +74,7 @@ macro_rules! contract_tests {
             uploads::upload_commits_follow_the_put_rules,
             uploads::bad_upload_requests_are_refused_and_change_nothing,
             uploads::uploaded_text_is_redacted_like_an_inline_put,
+            uploads::large_files_read_through_download_urls_pinned_to_their_version,
         );
     };
     (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {

@@ -52,6 +52,27 @@ async fn send_bytes(h: &Harness, ticket: &Value, bytes: &[u8]) -> Reply {
         .await
 }
 
+/// Fetches a large read's `download` URL, as a client without credentials would.
+async fn downloaded(h: &Harness, read: &Value) -> Vec<u8> {
+    assert!(
+        read.get("content").is_none() && read.get("contentBase64").is_none(),
+        "a read over maxFileBytes carries no content: {read}"
+    );
+    let d = &read["download"];
+    assert_eq!(d["method"], "GET", "{read}");
+    assert!(d["expiresAt"].is_string(), "{read}");
+    let r = h
+        .fetch(
+            Method::GET,
+            d["url"].as_str().expect("url"),
+            &d["headers"],
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 200, "{r:?}");
+    r.body.to_vec()
+}
+
 async fn commit(h: &Harness, key: &str, path: &str, upload_id: &Value) -> Reply {
     commit_with(h, key, path, upload_id, &[]).await
 }
@@ -137,12 +158,14 @@ pub async fn uploads_commit_files_beyond_the_inline_limit(h: Harness) {
         done.headers.get("etag").and_then(|v| v.to_str().ok()),
         meta["etag"].as_str()
     );
+    // Over maxFileBytes a read answers where to fetch the bytes, not the bytes.
     let got = h.get(KEY_A, "big/data.bin").await.assert_ok();
     assert_eq!(got["etag"], meta["etag"]);
-    let read = STANDARD
-        .decode(got["contentBase64"].as_str().expect("binary content"))
-        .expect("base64");
-    assert_eq!(read, bytes, "the committed bytes are the uploaded ones");
+    assert_eq!(
+        downloaded(&h, &got).await,
+        bytes,
+        "the committed bytes are the uploaded ones"
+    );
     let listed = h.list(KEY_A, "prefix=big/").await.assert_ok();
     assert_eq!(listed["files"][0]["path"], "big/data.bin");
 
@@ -421,4 +444,79 @@ pub async fn uploaded_text_is_redacted_like_an_inline_put(h: Harness) {
     assert!(!raw.contains(SECRET_AWS_KEY_ID), "stored in plain text");
     assert!(raw.contains("[REDACTED:"), "{raw}");
     assert_eq!(meta["size"], raw.len());
+}
+
+pub async fn large_files_read_through_download_urls_pinned_to_their_version(h: Harness) {
+    let first = big_binary();
+    let ticket = start(&h, KEY_A, "big.bin", &first, "application/octet-stream")
+        .await
+        .assert_ok();
+    assert!(send_bytes(&h, &ticket, &first).await.status.is_success());
+    commit(&h, KEY_A, "big.bin", &ticket["uploadId"])
+        .await
+        .assert_ok();
+    let snap = h
+        .call(Method::POST, "/v1/host/workspace/snapshots", Some(KEY_A))
+        .send()
+        .await
+        .assert_ok();
+    let snap = snap["snapshotId"].as_str().expect("snapshotId");
+    let v1 = h.get(KEY_A, "big.bin").await.assert_ok();
+    // The URL names this version: a later write does not change what it serves.
+    let second: Vec<u8> = first.iter().map(|b| b ^ 0x55).collect();
+    let ticket = start(&h, KEY_A, "big.bin", &second, "application/octet-stream")
+        .await
+        .assert_ok();
+    assert!(send_bytes(&h, &ticket, &second).await.status.is_success());
+    commit(&h, KEY_A, "big.bin", &ticket["uploadId"])
+        .await
+        .assert_ok();
+    assert_eq!(downloaded(&h, &v1).await, first);
+    let latest = h.get(KEY_A, "big.bin").await.assert_ok();
+    assert_eq!(latest["version"], 2);
+    assert_eq!(downloaded(&h, &latest).await, second);
+    let old = h
+        .call(
+            Method::GET,
+            &format!("{}?version=1", file_uri("big.bin")),
+            Some(KEY_A),
+        )
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(downloaded(&h, &old).await, first);
+    let pinned = h
+        .call(
+            Method::GET,
+            &format!("{}?snapshot={snap}", file_uri("big.bin")),
+            Some(KEY_A),
+        )
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(pinned["version"], 1);
+    assert_eq!(downloaded(&h, &pinned).await, first);
+    // Restore and diff hold versions in memory and answer inline: a clear 413, no change.
+    h.call(
+        Method::POST,
+        "/v1/host/workspace/versions/big.bin",
+        Some(KEY_A),
+    )
+    .json(&json!({"restore": 1}))
+    .send()
+    .await
+    .assert_error(413, "workspace_too_large");
+    h.call(
+        Method::GET,
+        "/v1/host/workspace/diff/big.bin?from=1",
+        Some(KEY_A),
+    )
+    .send()
+    .await
+    .assert_error(413, "workspace_too_large");
+    assert_eq!(h.get(KEY_A, "big.bin").await.assert_ok()["version"], 2);
+    // Another tenant reads nothing of it.
+    h.get(KEY_EVIL, "big.bin")
+        .await
+        .assert_error(404, "not_found");
 }

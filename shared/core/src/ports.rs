@@ -148,6 +148,15 @@ pub trait BodyStore: Send + Sync {
     /// `None` when the body is gone (pruned, or never written).
     async fn get(&self, body: &BodyRef) -> Result<Option<Vec<u8>>>;
     async fn delete(&self, body: &BodyRef) -> Result<()>;
+    /// A URL the store itself serves this exact body at (S3 presigning, pinned to the
+    /// version). `None`: the store has none, and the service signs a local one.
+    async fn presign_get(
+        &self,
+        _body: &BodyRef,
+        _spec: &PresignSpec,
+    ) -> Result<Option<PresignedUrl>> {
+        Ok(None)
+    }
 
     /// Stages `bytes` at `key`, replacing what was there; `now` is its `stored_at` where
     /// the store keeps no clock of its own.

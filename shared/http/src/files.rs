@@ -10,7 +10,7 @@ use http::{header, HeaderValue, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use workspace_core::model::format_time;
-use workspace_core::service::UploadCommit;
+use workspace_core::service::{FileRead, UploadCommit};
 use workspace_core::{
     FileMeta, FilePath, Identity, PathPrefix, PutRequest, Result, StoredFile, WorkspaceError,
     WorkspaceService,
@@ -94,8 +94,12 @@ pub(crate) fn file_response(file: &StoredFile) -> Result<HttpResponse> {
         Ok(text) => body["content"] = Value::String(text.to_owned()),
         Err(_) => body["contentBase64"] = Value::String(STANDARD.encode(&file.content)),
     }
-    let mut resp = json_response(StatusCode::OK, &body);
-    let etag = HeaderValue::from_str(&file.meta.etag)
+    with_etag(json_response(StatusCode::OK, &body), &file.meta.etag)
+}
+
+/// The response with its `ETag` header.
+pub(crate) fn with_etag(mut resp: HttpResponse, etag: &str) -> Result<HttpResponse> {
+    let etag = HeaderValue::from_str(etag)
         .map_err(|_| WorkspaceError::internal("etag is not a header value"))?;
     resp.headers_mut().insert(header::ETAG, etag);
     Ok(resp)
@@ -141,16 +145,24 @@ pub async fn get(
     let path = file_path(tail, decoding)?;
     let query = Query::parse(parts)?;
     let version = query.positive("version")?;
-    let file = match (query.get("snapshot"), version) {
+    let read = match (query.get("snapshot"), version) {
         (Some(_), Some(_)) => {
             return Err(WorkspaceError::validation(
                 "give either version or snapshot, not both",
             ))
         }
-        (Some(id), None) => service.get_in_snapshot(&who.scope, id, &path).await?,
-        (None, version) => service.get(&who.scope, &path, version).await?,
+        (Some(id), None) => service.open_in_snapshot(&who.scope, id, &path).await?,
+        (None, version) => service.open(&who.scope, &path, version).await?,
     };
-    file_response(&file)
+    match read {
+        FileRead::Inline(file) => file_response(&file),
+        // Over maxFileBytes: the metadata, and where to fetch exactly this version.
+        FileRead::Download { meta, url } => {
+            let mut body = meta_json(&meta);
+            body["download"] = crate::blob::presigned_json(url);
+            with_etag(json_response(StatusCode::OK, &body), &meta.etag)
+        }
+    }
 }
 
 pub async fn put(

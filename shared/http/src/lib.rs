@@ -30,7 +30,7 @@ use serde_json::json;
 use std::sync::Arc;
 use workspace_core::blob::{BlobService, SIGNED_BLOB_PREFIX};
 use workspace_core::cache::CacheService;
-use workspace_core::service::SIGNED_UPLOAD_PREFIX;
+use workspace_core::service::{SIGNED_BODY_PREFIX, SIGNED_UPLOAD_PREFIX};
 use workspace_core::sessions::SessionService;
 use workspace_core::{Identity, Result, WorkspaceError, WorkspaceService};
 
@@ -189,17 +189,25 @@ impl App {
             ));
             return resp;
         }
-        if self.function.is_none()
-            && self.service.signs_uploads()
-            && path.starts_with(SIGNED_UPLOAD_PREFIX)
-        {
-            let mut resp = uploads::signed(&self.service, &parts, &path, &body)
-                .await
-                .unwrap_or_else(|e| error_to_response(&e));
-            resp.extensions_mut().insert(RouteLabel(
-                "/v1/signed/upload/{tenant}/{workspace}/{uploadId}",
-            ));
-            return resp;
+        if self.function.is_none() && self.service.signs_uploads() {
+            let signed = if path.starts_with(SIGNED_UPLOAD_PREFIX) {
+                Some((
+                    "/v1/signed/upload/{tenant}/{workspace}/{uploadId}",
+                    uploads::signed(&self.service, &parts, &path, &body).await,
+                ))
+            } else if path.starts_with(SIGNED_BODY_PREFIX) {
+                Some((
+                    "/v1/signed/body/{key+}",
+                    uploads::signed_download(&self.service, &parts, &path).await,
+                ))
+            } else {
+                None
+            };
+            if let Some((label, result)) = signed {
+                let mut resp = result.unwrap_or_else(|e| error_to_response(&e));
+                resp.extensions_mut().insert(RouteLabel(label));
+                return resp;
+            }
         }
         let (label, result) = match match_route(&parts.method, &path) {
             Matched::Route { spec, tail } if self.function.is_none_or(|f| f == spec.function) => {

@@ -2,15 +2,16 @@
 //! /v1/host/workspace/uploads` starts one, the client PUTs the bytes to the URL it answers,
 //! and `PUT /v1/host/workspace/files/{path}` with `{"uploadId"}` commits them
 //! ([`commit`], called from the file PUT). On the local server the URL is this process's
-//! own, under `/v1/signed/upload/` ([`signed`]).
+//! own, under `/v1/signed/upload/` ([`signed`]); so are the download URLs of files over
+//! `maxFileBytes`, under `/v1/signed/body/` ([`signed_download`]).
 
 use crate::blob::{content_type, presigned_json};
 use crate::envelope::{json_response, HttpResponse};
-use crate::files::meta_json;
+use crate::files::{meta_json, with_etag};
 use crate::request::query_pairs;
 use bytes::Bytes;
 use http::request::Parts;
-use http::{header, HeaderValue, StatusCode};
+use http::{header, HeaderValue, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 use workspace_core::service::{UploadCommit, UploadRequest};
@@ -60,10 +61,22 @@ pub async fn commit(
     req: UploadCommit,
 ) -> Result<HttpResponse> {
     let meta = service.commit_upload(who, path, req).await?;
-    let mut resp = json_response(StatusCode::OK, &meta_json(&meta));
-    let etag = HeaderValue::from_str(&meta.etag)
-        .map_err(|_| WorkspaceError::internal("etag is not a header value"))?;
-    resp.headers_mut().insert(header::ETAG, etag);
+    with_etag(json_response(StatusCode::OK, &meta_json(&meta)), &meta.etag)
+}
+
+/// A GET to a download URL this process signed: the bytes, with their content type.
+pub async fn signed_download(
+    service: &WorkspaceService,
+    parts: &Parts,
+    path: &str,
+) -> Result<HttpResponse> {
+    let (content_type, bytes) = service
+        .serve_signed_body(parts.method.as_str(), path, &query_pairs(parts))
+        .await?;
+    let mut resp = Response::new(Bytes::from(bytes));
+    let ct = HeaderValue::from_str(&content_type)
+        .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
+    resp.headers_mut().insert(header::CONTENT_TYPE, ct);
     Ok(resp)
 }
 

@@ -199,6 +199,20 @@ impl BodyStore for S3Bodies {
         Ok(())
     }
 
+    async fn presign_get(
+        &self,
+        body: &BodyRef,
+        spec: &PresignSpec,
+    ) -> Result<Option<PresignedUrl>> {
+        let spec = PresignSpec {
+            version_id: Some(body.version_id.clone()),
+            ..spec.clone()
+        };
+        presign_object(&self.client, &self.bucket, &body.key, &spec)
+            .await
+            .map(Some)
+    }
+
     async fn put_staged(&self, key: &str, bytes: Vec<u8>, _now: Millis) -> Result<()> {
         self.put(key, bytes, "application/octet-stream")
             .await

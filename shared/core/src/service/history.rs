@@ -100,6 +100,17 @@ impl WorkspaceService {
             .await?
             .filter(|v| v.lineage == h.lineage && !v.deleted)
             .ok_or_else(gone)?;
+        // Restore and diff hold versions in memory and answer inline: up to maxFileBytes.
+        let limit = self.limits.max_file_bytes;
+        if item.size > limit {
+            return Err(WorkspaceError::TooLarge {
+                message: format!(
+                    "version {n} of {path} is {} bytes; restore and diff take versions up to maxFileBytes = {limit}",
+                    item.size
+                ),
+                limit,
+            });
+        }
         let body = item.body.clone().ok_or_else(gone)?;
         let content = self.bodies.get(&body).await?.ok_or_else(gone)?;
         Ok((item, content))

@@ -25,6 +25,7 @@ use crate::scope::{Identity, Scope};
 use crate::secrets::{NoSecrets, SecretStore};
 use std::sync::Arc;
 
+mod downloads;
 mod history;
 mod pins;
 mod read;
@@ -32,6 +33,7 @@ mod snapshots;
 mod uploads;
 mod write;
 
+pub use downloads::{FileRead, SIGNED_BODY_PREFIX};
 pub use history::{Diff, VersionPage};
 pub use snapshots::{DEFAULT_SNAPSHOT_TTL_MS, MAX_SNAPSHOT_RECORD_BYTES};
 pub use uploads::{

@@ -260,13 +260,38 @@ impl WorkspaceService {
         })
     }
 
-    /// Reads a file as the snapshot pinned it.
+    /// Reads a file as the snapshot pinned it, inline (413 over `maxFileBytes`).
     pub async fn get_in_snapshot(
         &self,
         scope: &Scope,
         id: &str,
         path: &FilePath,
     ) -> Result<StoredFile> {
+        match self.read_in_snapshot(scope, id, path, false).await? {
+            FileRead::Inline(file) => Ok(file),
+            FileRead::Download { .. } => {
+                Err(WorkspaceError::internal("inline read answered a URL"))
+            }
+        }
+    }
+
+    /// Like [`Self::get_in_snapshot`], but a file over `maxFileBytes` comes as a URL.
+    pub async fn open_in_snapshot(
+        &self,
+        scope: &Scope,
+        id: &str,
+        path: &FilePath,
+    ) -> Result<FileRead> {
+        self.read_in_snapshot(scope, id, path, true).await
+    }
+
+    async fn read_in_snapshot(
+        &self,
+        scope: &Scope,
+        id: &str,
+        path: &FilePath,
+        allow_download: bool,
+    ) -> Result<FileRead> {
         let snapshot = self.get_snapshot(scope, id).await?;
         let file = snapshot
             .files
@@ -285,11 +310,9 @@ impl WorkspaceService {
             .await?
             .ok_or_else(gone)?;
         let body = item.body.ok_or_else(gone)?;
-        let content = self.bodies.get(&body).await?.ok_or_else(gone)?;
-        Ok(StoredFile {
-            meta: file.meta(),
-            content,
-        })
+        self.deliver(file.meta(), &body, allow_download)
+            .await?
+            .ok_or_else(gone)
     }
 }
 

@@ -149,8 +149,11 @@ pub async fn grep(ws: &Workspace<'_>, a: &Args) -> Outcome {
         let path = workspace_core::FilePath::parse(&f.path).map_err(|e| from_domain(e, shown))?;
         let file = match ws.service.get(&ws.who.scope, &path, None).await {
             Ok(file) => file,
-            // Deleted since it was listed.
-            Err(workspace_core::WorkspaceError::NotFound(_)) => continue,
+            // Deleted since it was listed, or over maxFileBytes (not searched inline).
+            Err(
+                workspace_core::WorkspaceError::NotFound(_)
+                | workspace_core::WorkspaceError::TooLarge { .. },
+            ) => continue,
             Err(e) => return Err(from_domain(e, shown)),
         };
         let text = String::from_utf8_lossy(&file.content);
