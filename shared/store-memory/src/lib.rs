@@ -204,13 +204,15 @@ impl MetaStore for MemoryMeta {
 
 /// (body key, version id) → bytes.
 type BodyMap = HashMap<(String, String), Vec<u8>>;
+/// Staging key → (stored at, bytes).
+type StagedMap = HashMap<String, (Millis, Vec<u8>)>;
 
 /// Bodies in memory, keyed by (key, version id); staged uploads by key.
 #[derive(Default, Clone)]
 pub struct MemoryBodies {
     bodies: Arc<Mutex<BodyMap>>,
     next: Arc<Mutex<u64>>,
-    staged: Arc<Mutex<HashMap<String, (Millis, Vec<u8>)>>>,
+    staged: Arc<Mutex<StagedMap>>,
 }
 
 impl MemoryBodies {
