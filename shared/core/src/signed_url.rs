@@ -129,6 +129,13 @@ impl UrlSigner {
     }
 }
 
+/// The expiry (Unix seconds) of a URL signed at `now` to live `seconds`: rounded down to
+/// the second, so the URL never outlives what was asked for.
+pub fn expiry_second(now: Millis, seconds: u64) -> i64 {
+    let ttl_ms = i64::try_from(seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+    now.saturating_add(ttl_ms).div_euclid(1000)
+}
+
 /// RFC 3986 unreserved characters pass, everything else is `%XX`. Hand-written: eight
 /// lines, and core has no URL crate.
 fn percent_encode(s: &str) -> String {

@@ -15,7 +15,7 @@ use crate::capability::CapabilityCode;
 use crate::error::{Result, WorkspaceError};
 use crate::model::Millis;
 use crate::scope::Scope;
-use crate::signed_url::{SignedUrlError, UrlSigner};
+use crate::signed_url::{expiry_second, SignedUrlError, UrlSigner};
 
 /// Path prefix of every locally signed blob URL.
 pub const SIGNED_BLOB_PREFIX: &str = "/v1/signed/blob/";
@@ -63,10 +63,7 @@ impl LocalPresign {
         now: Millis,
         limits: &BlobLimits,
     ) -> PresignedUrl {
-        let ttl_ms =
-            i64::try_from(spec.expires_in_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
-        // Whole seconds, rounded down: the URL never outlives what was asked for.
-        let expires = now.saturating_add(ttl_ms).div_euclid(1000);
+        let expires = expiry_second(now, spec.expires_in_seconds);
         let max = limits.max_object_bytes.to_string();
         let len = spec.content_length.map(|n| n.to_string());
         let mut params: Vec<(&str, &str)> = Vec::new();

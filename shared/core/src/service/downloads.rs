@@ -2,14 +2,10 @@
 //! carry no more than a request (Lambda's payload cap), so such a read answers the metadata
 //! and a URL for the exact version's bytes instead of the content. On AWS that is an S3
 //! presigned GET pinned to the body's VersionId; elsewhere a URL this process signs and
-//! serves ([`WorkspaceService::serve_signed_body`]). Inline reads stay inline.
+//! serves (`local_urls.rs`). Inline reads stay inline.
 
 use super::*;
 use crate::blob::{PresignMethod, PresignSpec, PresignedUrl};
-use crate::signed_url::SignedUrlError;
-
-/// Path prefix of every locally signed download URL.
-pub const SIGNED_BODY_PREFIX: &str = "/v1/signed/body/";
 
 /// A read: the content inline, or (over `maxFileBytes`) where to fetch it.
 #[derive(Debug, Clone)]
@@ -64,79 +60,6 @@ impl WorkspaceService {
         if let Some(url) = self.bodies.presign_get(body, &spec).await? {
             return Ok(url);
         }
-        let local = self.upload_signer.as_ref().ok_or_else(|| {
-            WorkspaceError::NotProvided(
-                "this deployment cannot hand out download URLs (no presigning store, no local signer)"
-                    .to_owned(),
-            )
-        })?;
-        let ttl_ms =
-            i64::try_from(spec.expires_in_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
-        let expires = spec.now.saturating_add(ttl_ms).div_euclid(1000);
-        let path = format!("{SIGNED_BODY_PREFIX}{}", body.key);
-        let query = local.signer.sign(
-            "GET",
-            &path,
-            expires,
-            &[("v", &body.version_id), ("ct", &meta.content_type)],
-        );
-        Ok(PresignedUrl {
-            url: format!("{}{path}?{query}", local.base_url),
-            method: PresignMethod::Get,
-            expires_at: expires.saturating_mul(1000),
-            headers: Vec::new(),
-        })
-    }
-
-    /// A GET to a download URL this process signed: the exact body version's bytes and
-    /// their content type. The signature covers the key, so no scope can be swapped in.
-    pub async fn serve_signed_body(
-        &self,
-        method: &str,
-        path: &str,
-        query: &[(String, String)],
-    ) -> Result<(String, Vec<u8>)> {
-        let invalid = || {
-            WorkspaceError::Forbidden(
-                "the download URL is not valid (altered, or not issued by this server)".to_owned(),
-            )
-        };
-        let local = self
-            .upload_signer
-            .as_ref()
-            .ok_or_else(|| WorkspaceError::not_found("this deployment serves no signed URLs"))?;
-        let params = match local
-            .signer
-            .verify(method, path, query, self.clock.now_ms())
-        {
-            Ok(p) => p,
-            Err(SignedUrlError::Invalid) => return Err(invalid()),
-            Err(SignedUrlError::Expired { expires_at }) => {
-                return Err(WorkspaceError::Forbidden(format!(
-                    "the download URL expired at {}; read the file again for a new one",
-                    format_time(expires_at.saturating_mul(1000))
-                )))
-            }
-        };
-        let (Some(key), Some(version_id), Some(ct)) = (
-            path.strip_prefix(SIGNED_BODY_PREFIX),
-            params.get("v"),
-            params.get("ct"),
-        ) else {
-            return Err(invalid());
-        };
-        if method != "GET" {
-            return Err(invalid());
-        }
-        let body = BodyRef {
-            key: key.to_owned(),
-            version_id: version_id.clone(),
-        };
-        let bytes = self
-            .bodies
-            .get(&body)
-            .await?
-            .ok_or_else(|| WorkspaceError::not_found("that version is no longer retained"))?;
-        Ok((ct.clone(), bytes))
+        self.local_download_url(meta, body, &spec)
     }
 }

@@ -27,18 +27,20 @@ use std::sync::Arc;
 
 mod downloads;
 mod history;
+mod local_urls;
 mod pins;
 mod read;
 mod snapshots;
 mod uploads;
 mod write;
 
-pub use downloads::{FileRead, SIGNED_BODY_PREFIX};
+pub use downloads::FileRead;
 pub use history::{Diff, VersionPage};
+pub use local_urls::{SIGNED_BODY_PREFIX, SIGNED_UPLOAD_PREFIX};
 pub use snapshots::{DEFAULT_SNAPSHOT_TTL_MS, MAX_SNAPSHOT_RECORD_BYTES};
 pub use uploads::{
     UploadCommit, UploadRequest, UploadTicket, COMMIT_WINDOW_MS, DEFAULT_UPLOAD_URL_SECONDS,
-    LATE_UPLOAD_TOLERANCE_MS, MAX_UPLOAD_URL_SECONDS, SIGNED_UPLOAD_PREFIX, STAGED_MAX_AGE_MS,
+    LATE_UPLOAD_TOLERANCE_MS, MAX_UPLOAD_URL_SECONDS, STAGED_MAX_AGE_MS,
 };
 
 /// Longest accepted `If-Match` / `Idempotency-Key` value.

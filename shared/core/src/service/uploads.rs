@@ -4,7 +4,7 @@
 //!    `maxUploadBytes`, SHA-256, content type), keeps it in the body store's staging area at
 //!    `<scope>uploads/<id>/declared`, and answers a URL for the bytes: an S3 presigned PUT
 //!    on AWS (content length and type signed), elsewhere a URL this process signs and
-//!    serves itself ([`WorkspaceService::serve_signed_upload`]).
+//!    serves itself (`local_urls.rs`).
 //! 2. The client PUTs the bytes to that URL; they wait at `<scope>uploads/<id>/bytes`.
 //! 3. [`WorkspaceService::commit_upload`] reads both, checks the size, the SHA-256 and that
 //!    the bytes arrived before the URL expired, then stores them through the same steps as
@@ -17,7 +17,6 @@
 
 use super::*;
 use crate::blob::{LocalPresign, PresignMethod, PresignSpec, PresignedUrl};
-use crate::signed_url::SignedUrlError;
 use serde::{Deserialize, Serialize};
 
 /// Default lifetime of an upload URL (`WORKSPACE_UPLOAD_URL_SECONDS`).
@@ -30,8 +29,6 @@ pub const COMMIT_WINDOW_MS: Millis = 60 * 60 * 1000;
 pub const LATE_UPLOAD_TOLERANCE_MS: Millis = 5 * 60 * 1000;
 /// Age after which a staged upload is garbage: longer than any URL plus its commit window.
 pub const STAGED_MAX_AGE_MS: Millis = 24 * 60 * 60 * 1000;
-/// Path prefix of every locally signed upload URL.
-pub const SIGNED_UPLOAD_PREFIX: &str = "/v1/signed/upload/";
 /// Largest declaration record (it holds a path, a digest and a media type).
 const MAX_DECLARATION_BYTES: u64 = 4096;
 
@@ -63,7 +60,7 @@ pub struct UploadCommit {
 /// What the client declared, kept until the commit.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Declaration {
+pub(super) struct Declaration {
     path: String,
     size: u64,
     sha256: String,
@@ -81,13 +78,13 @@ fn declared_key(scope: &Scope, id: &str) -> String {
     format!("{}{id}/declared", uploads_prefix(scope))
 }
 
-fn bytes_key(scope: &Scope, id: &str) -> String {
+pub(super) fn bytes_key(scope: &Scope, id: &str) -> String {
     format!("{}{id}/bytes", uploads_prefix(scope))
 }
 
 /// Ids this service issues: 1-64 of `a-z 0-9 -`. Anything else names no upload (and
 /// could not be placed in a storage key safely).
-fn is_upload_id(id: &str) -> bool {
+pub(super) fn is_upload_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
         && id
@@ -95,7 +92,7 @@ fn is_upload_id(id: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
-fn unknown_upload() -> WorkspaceError {
+pub(super) fn unknown_upload() -> WorkspaceError {
     WorkspaceError::not_found(
         "no such upload in this workspace (unknown, already committed, or expired); start one with POST /v1/host/workspace/uploads",
     )
@@ -109,15 +106,6 @@ fn check_sha256(sha: &str) -> Result<String> {
             "sha256 must be the SHA-256 of the bytes as 64 hex digits",
         ))
     }
-}
-
-/// `<tenant>/<workspace>/<id>` of a signed upload path back into its parts.
-fn parse_signed_path(path: &str) -> Option<(Scope, String)> {
-    let rest = path.strip_prefix(SIGNED_UPLOAD_PREFIX)?;
-    let mut parts = rest.splitn(3, '/');
-    let (t, w, id) = (parts.next()?, parts.next()?, parts.next()?);
-    let scope = Scope::parse(t, w).ok()?;
-    is_upload_id(id).then(|| (scope, id.to_owned()))
 }
 
 impl WorkspaceService {
@@ -192,102 +180,7 @@ impl WorkspaceService {
         Ok(UploadTicket { upload_id: id, url })
     }
 
-    /// A URL this process signs: `PUT <base>/v1/signed/upload/<tenant>/<workspace>/<id>`,
-    /// valid for exactly the declared length and content type.
-    fn local_upload_url(
-        &self,
-        scope: &Scope,
-        id: &str,
-        spec: &PresignSpec,
-    ) -> Result<PresignedUrl> {
-        let local = self.upload_signer.as_ref().ok_or_else(|| {
-            WorkspaceError::NotProvided(
-                "this deployment has no way to accept uploads (no presigning store, no local signer)"
-                    .to_owned(),
-            )
-        })?;
-        let ttl_ms =
-            i64::try_from(spec.expires_in_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
-        // Whole seconds, rounded down: the URL never outlives what was configured.
-        let expires = spec.now.saturating_add(ttl_ms).div_euclid(1000);
-        let len = spec.content_length.unwrap_or(0).to_string();
-        let ct = spec.content_type.clone().unwrap_or_default();
-        let path = format!(
-            "{SIGNED_UPLOAD_PREFIX}{}/{}/{id}",
-            scope.tenant, scope.workspace
-        );
-        let query = local
-            .signer
-            .sign("PUT", &path, expires, &[("len", &len), ("ct", &ct)]);
-        Ok(PresignedUrl {
-            url: format!("{}{path}?{query}", local.base_url),
-            method: PresignMethod::Put,
-            expires_at: expires.saturating_mul(1000),
-            headers: vec![
-                ("content-length".to_owned(), len),
-                ("content-type".to_owned(), ct),
-            ],
-        })
-    }
-
-    /// Step 2 on the local server: a PUT to a URL [`Self::local_upload_url`] signed. Like
-    /// S3, it refuses a body of another length or content type than the URL was signed
-    /// for, and any use at or after its expiry.
-    pub async fn serve_signed_upload(
-        &self,
-        method: &str,
-        path: &str,
-        query: &[(String, String)],
-        body: Vec<u8>,
-        content_type: Option<&str>,
-    ) -> Result<(String, u64)> {
-        let invalid = || {
-            WorkspaceError::Forbidden(
-                "the upload URL is not valid (altered, or not issued by this server)".to_owned(),
-            )
-        };
-        let local = self
-            .upload_signer
-            .as_ref()
-            .ok_or_else(|| WorkspaceError::not_found("this deployment serves no signed URLs"))?;
-        let now = self.clock.now_ms();
-        let params = match local.signer.verify(method, path, query, now) {
-            Ok(p) => p,
-            Err(SignedUrlError::Invalid) => return Err(invalid()),
-            Err(SignedUrlError::Expired { expires_at }) => {
-                return Err(WorkspaceError::Forbidden(format!(
-                    "the upload URL expired at {}; start a new upload",
-                    format_time(expires_at.saturating_mul(1000))
-                )))
-            }
-        };
-        if method != "PUT" {
-            return Err(invalid());
-        }
-        let (scope, id) = parse_signed_path(path).ok_or_else(invalid)?;
-        let size = body.len() as u64;
-        if params.get("len") != Some(&size.to_string()) {
-            return Err(WorkspaceError::Forbidden(format!(
-                "the body is {size} bytes, not the size this upload URL was signed for"
-            )));
-        }
-        let ct = content_type.unwrap_or_default();
-        if params.get("ct").map(String::as_str) != Some(ct) {
-            return Err(WorkspaceError::Forbidden(
-                "the Content-Type is not the one this upload URL was signed for".to_owned(),
-            ));
-        }
-        // Bytes for an upload already committed (or pruned) would only be garbage.
-        if self.declaration(&scope, &id).await?.is_none() {
-            return Err(unknown_upload());
-        }
-        self.bodies
-            .put_staged(&bytes_key(&scope, &id), body, now)
-            .await?;
-        Ok((id, size))
-    }
-
-    async fn declaration(&self, scope: &Scope, id: &str) -> Result<Option<Declaration>> {
+    pub(super) async fn declaration(&self, scope: &Scope, id: &str) -> Result<Option<Declaration>> {
         let Some(staged) = self
             .bodies
             .get_staged(&declared_key(scope, id), MAX_DECLARATION_BYTES)

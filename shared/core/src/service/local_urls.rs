@@ -1,0 +1,193 @@
+//! URLs this process signs and serves itself, for body stores that cannot presign (memory,
+//! redb): the local server's answer to S3's presigned URLs for two-step uploads and for
+//! reads of large files. Signed with the [`LocalPresign`] the service was given; the
+//! signature covers the method, the path (scope and key) and the parameters.
+//!
+//! - `PUT /v1/signed/upload/<tenant>/<workspace>/<uploadId>?len&ct`: the upload's bytes,
+//!   exactly `len` of them with Content-Type `ct` (as S3 refuses other signed values);
+//! - `GET /v1/signed/body/<body key>?v&ct`: exactly that body version.
+
+use super::uploads::{bytes_key, is_upload_id, unknown_upload};
+use super::*;
+use crate::blob::{LocalPresign, PresignMethod, PresignSpec, PresignedUrl};
+use crate::signed_url::{expiry_second, SignedUrlError};
+use std::collections::BTreeMap;
+
+/// Path prefix of every locally signed upload URL.
+pub const SIGNED_UPLOAD_PREFIX: &str = "/v1/signed/upload/";
+/// Path prefix of every locally signed download URL.
+pub const SIGNED_BODY_PREFIX: &str = "/v1/signed/body/";
+
+/// `<tenant>/<workspace>/<id>` of a signed upload path back into its parts.
+fn parse_upload_path(path: &str) -> Option<(Scope, String)> {
+    let rest = path.strip_prefix(SIGNED_UPLOAD_PREFIX)?;
+    let mut parts = rest.splitn(3, '/');
+    let (t, w, id) = (parts.next()?, parts.next()?, parts.next()?);
+    let scope = Scope::parse(t, w).ok()?;
+    is_upload_id(id).then(|| (scope, id.to_owned()))
+}
+
+impl WorkspaceService {
+    fn local_signer(&self) -> Result<&LocalPresign> {
+        self.upload_signer.as_ref().ok_or_else(|| {
+            WorkspaceError::NotProvided(
+                "this deployment cannot hand out upload or download URLs (no presigning store, no local signer)"
+                    .to_owned(),
+            )
+        })
+    }
+
+    /// Signs `method path` with `params` for `spec`'s lifetime (to the whole second).
+    fn sign_local(
+        &self,
+        spec: &PresignSpec,
+        path: &str,
+        params: &[(&str, &str)],
+        headers: Vec<(String, String)>,
+    ) -> Result<PresignedUrl> {
+        let local = self.local_signer()?;
+        let expires = expiry_second(spec.now, spec.expires_in_seconds);
+        let query = local
+            .signer
+            .sign(spec.method.as_str(), path, expires, params);
+        Ok(PresignedUrl {
+            url: format!("{}{path}?{query}", local.base_url),
+            method: spec.method,
+            expires_at: expires.saturating_mul(1000),
+            headers,
+        })
+    }
+
+    /// The signed parameters of a request to a local URL, or 403 naming `what` expired or
+    /// is not one this server issued.
+    fn verify_local(
+        &self,
+        what: &str,
+        method: &str,
+        path: &str,
+        query: &[(String, String)],
+    ) -> Result<BTreeMap<String, String>> {
+        let local = self
+            .upload_signer
+            .as_ref()
+            .ok_or_else(|| WorkspaceError::not_found("this deployment serves no signed URLs"))?;
+        match local
+            .signer
+            .verify(method, path, query, self.clock.now_ms())
+        {
+            Ok(params) => Ok(params),
+            Err(SignedUrlError::Invalid) => Err(WorkspaceError::Forbidden(format!(
+                "the {what} URL is not valid (altered, or not issued by this server)"
+            ))),
+            Err(SignedUrlError::Expired { expires_at }) => Err(WorkspaceError::Forbidden(format!(
+                "the {what} URL expired at {}; ask for a new one",
+                format_time(expires_at.saturating_mul(1000))
+            ))),
+        }
+    }
+
+    /// The upload URL for `id`: valid for exactly the declared length and content type.
+    pub(super) fn local_upload_url(
+        &self,
+        scope: &Scope,
+        id: &str,
+        spec: &PresignSpec,
+    ) -> Result<PresignedUrl> {
+        let len = spec.content_length.unwrap_or(0).to_string();
+        let ct = spec.content_type.clone().unwrap_or_default();
+        let path = format!(
+            "{SIGNED_UPLOAD_PREFIX}{}/{}/{id}",
+            scope.tenant, scope.workspace
+        );
+        let headers = vec![
+            ("content-length".to_owned(), len.clone()),
+            ("content-type".to_owned(), ct.clone()),
+        ];
+        self.sign_local(spec, &path, &[("len", &len), ("ct", &ct)], headers)
+    }
+
+    /// The download URL of exactly `body`, served with the file's content type.
+    pub(super) fn local_download_url(
+        &self,
+        meta: &FileMeta,
+        body: &BodyRef,
+        spec: &PresignSpec,
+    ) -> Result<PresignedUrl> {
+        let path = format!("{SIGNED_BODY_PREFIX}{}", body.key);
+        let params = [("v", body.version_id.as_str()), ("ct", &meta.content_type)];
+        self.sign_local(spec, &path, &params, Vec::new())
+    }
+
+    /// A PUT to a local upload URL. Like S3, it refuses a body of another length or content
+    /// type than the URL was signed for, and any use at or after its expiry. Answers the
+    /// upload id and the size stored.
+    pub async fn serve_signed_upload(
+        &self,
+        method: &str,
+        path: &str,
+        query: &[(String, String)],
+        body: Vec<u8>,
+        content_type: Option<&str>,
+    ) -> Result<(String, u64)> {
+        let params = self.verify_local("upload", method, path, query)?;
+        let invalid =
+            || WorkspaceError::Forbidden("the upload URL is not valid for this request".to_owned());
+        if method != PresignMethod::Put.as_str() {
+            return Err(invalid());
+        }
+        let (scope, id) = parse_upload_path(path).ok_or_else(invalid)?;
+        let size = body.len() as u64;
+        if params.get("len") != Some(&size.to_string()) {
+            return Err(WorkspaceError::Forbidden(format!(
+                "the body is {size} bytes, not the size this upload URL was signed for"
+            )));
+        }
+        if params.get("ct").map(String::as_str) != Some(content_type.unwrap_or_default()) {
+            return Err(WorkspaceError::Forbidden(
+                "the Content-Type is not the one this upload URL was signed for".to_owned(),
+            ));
+        }
+        // Bytes for an upload already committed (or pruned) would only be garbage.
+        if self.declaration(&scope, &id).await?.is_none() {
+            return Err(unknown_upload());
+        }
+        self.bodies
+            .put_staged(&bytes_key(&scope, &id), body, self.clock.now_ms())
+            .await?;
+        Ok((id, size))
+    }
+
+    /// A GET to a local download URL: the exact body version's bytes and content type.
+    pub async fn serve_signed_body(
+        &self,
+        method: &str,
+        path: &str,
+        query: &[(String, String)],
+    ) -> Result<(String, Vec<u8>)> {
+        let params = self.verify_local("download", method, path, query)?;
+        let (Some(key), Some(version_id), Some(ct)) = (
+            path.strip_prefix(SIGNED_BODY_PREFIX),
+            params.get("v"),
+            params.get("ct"),
+        ) else {
+            return Err(WorkspaceError::Forbidden(
+                "the download URL is not valid for this request".to_owned(),
+            ));
+        };
+        if method != PresignMethod::Get.as_str() {
+            return Err(WorkspaceError::Forbidden(
+                "the download URL is not valid for this request".to_owned(),
+            ));
+        }
+        let body = BodyRef {
+            key: key.to_owned(),
+            version_id: version_id.clone(),
+        };
+        let bytes = self
+            .bodies
+            .get(&body)
+            .await?
+            .ok_or_else(|| WorkspaceError::not_found("that version is no longer retained"))?;
+        Ok((ct.clone(), bytes))
+    }
+}
