@@ -70,6 +70,22 @@ fn start_watch(env: &[(&str, String)]) -> Watch {
 
 /// Invokes `function` with `events/<file>` and returns the function's JSON answer.
 fn invoke(watch: &Watch, function: &str, file: &str) -> Value {
+    invoke_path(watch, function, &format!("events/{file}"))
+}
+
+/// Invokes `function` with a recorded event changed by `edit` (written to `target/`).
+fn invoke_edited(watch: &Watch, function: &str, file: &str, edit: impl Fn(&mut Value)) -> Value {
+    let text = std::fs::read_to_string(root().join("events").join(file)).expect("event file");
+    let mut event: Value = serde_json::from_str(&text).expect("event JSON");
+    edit(&mut event);
+    let path = root()
+        .join("target")
+        .join(format!("edited-{function}-{file}"));
+    std::fs::write(&path, event.to_string()).expect("write edited event");
+    invoke_path(watch, function, &path.to_string_lossy())
+}
+
+fn invoke_path(watch: &Watch, function: &str, data_file: &str) -> Value {
     let out = Command::new("cargo")
         .current_dir(root())
         .args([
@@ -80,17 +96,17 @@ fn invoke(watch: &Watch, function: &str, file: &str) -> Value {
             "127.0.0.1",
         ])
         .args(["--invoke-port", &watch.port.to_string()])
-        .args(["--data-file", &format!("events/{file}")])
+        .args(["--data-file", data_file])
         .output()
         .expect("cargo lambda invoke");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "invoke {function} {file} failed: {stdout}\n{}",
+        "invoke {function} {data_file} failed: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("{function} {file}: {e}: {stdout}"))
+        .unwrap_or_else(|e| panic!("{function} {data_file}: {e}: {stdout}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -166,6 +182,36 @@ async fn every_recorded_event_runs_through_its_function_binary() {
             "{r}"
         );
     }
+
+    // A two-step upload: fn-put presigns an S3 PUT, the bytes go straight to S3 (the
+    // emulator), and a second fn-put call commits them.
+    let started = invoke(w, "fn-put", "start-upload.json");
+    assert_eq!(status(&started), 201, "{started}");
+    let ticket = body(&started);
+    let url = ticket["url"].as_str().expect("a presigned URL");
+    assert!(url.starts_with(&testing::moto_url()), "{url} is S3's");
+    let mut req = reqwest::Client::new().put(url).body("hello world");
+    for (k, v) in ticket["headers"].as_object().expect("headers") {
+        if !matches!(k.as_str(), "content-length" | "host") {
+            req = req.header(k, v.as_str().unwrap_or_default());
+        }
+    }
+    let sent = req.send().await.expect("S3 answers");
+    assert!(sent.status().is_success(), "{:?}", sent.text().await);
+    let id = ticket["uploadId"].as_str().expect("uploadId").to_owned();
+    let committed = invoke_edited(w, "fn-put", "put-file.json", |e| {
+        e["rawPath"] = "/v1/host/workspace/files/notes/big.bin".into();
+        e["requestContext"]["http"]["path"] = "/v1/host/workspace/files/notes/big.bin".into();
+        e["pathParameters"]["path"] = "notes/big.bin".into();
+        let b = serde_json::json!({ "uploadId": id }).to_string();
+        e["headers"]["content-length"] = b.len().to_string().into();
+        e["body"] = b.into();
+    });
+    assert_eq!(
+        (status(&committed), body(&committed)["size"].as_u64()),
+        (200, Some(11)),
+        "{committed}"
+    );
 
     let delete = invoke(w, "fn-delete", "delete-file.json");
     assert_eq!(status(&delete), 204, "{delete}");
