@@ -7,8 +7,8 @@ use serde_json::json;
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
-/// A workspace holding files (with versions and an idempotency record), artifacts and
-/// sessions.
+/// A workspace holding files (with versions and an idempotency record), a snapshot, a
+/// blob, a cache entry, an uncommitted upload, artifacts and sessions.
 async fn filled(h: &SessionHarness) -> String {
     let ws = h.general(KEY_TENANT).await;
     for (i, path) in ["a.md", "a.md", "dir/b.md"].iter().enumerate() {
@@ -51,6 +51,19 @@ async fn filled(h: &SessionHarness) -> String {
             .await;
         assert_eq!(r.status.as_u16(), 200, "{uri}: {:?}", r.body);
     }
+    // A two-step upload whose bytes arrived but were never committed.
+    let bytes = b"staged, never committed".to_vec();
+    let ticket = h
+        .call(Method::POST, "/v1/host/workspace/uploads", Some(KEY_TENANT))
+        .header("x-workspace-id", &ws)
+        .json(&json!({"path": "up.bin", "size": bytes.len(),
+            "sha256": workspace_core::model::sha256_hex(&bytes)}))
+        .send()
+        .await
+        .assert_ok();
+    let url = ticket["url"].as_str().expect("upload url");
+    let sent = h.fetch(Method::PUT, url, &ticket["headers"], bytes).await;
+    assert!(sent.status.is_success(), "{sent:?}");
     h.tool_output(KEY_TENANT, &ws, "s1", "output").await;
     h.upload(
         KEY_TENANT,
@@ -62,7 +75,7 @@ async fn filled(h: &SessionHarness) -> String {
     .assert_ok();
     let (items, bodies) = h.remains(&ws).await;
     assert!(
-        items >= 9 && bodies >= 7,
+        items >= 9 && bodies >= 9,
         "filled: {items} items, {bodies} bodies"
     );
     ws
