@@ -496,16 +496,7 @@ pub async fn large_files_read_through_download_urls_pinned_to_their_version(h: H
         .assert_ok();
     assert_eq!(pinned["version"], 1);
     assert_eq!(downloaded(&h, &pinned).await, first);
-    // Restore and diff hold versions in memory and answer inline: a clear 413, no change.
-    h.call(
-        Method::POST,
-        "/v1/host/workspace/versions/big.bin",
-        Some(KEY_A),
-    )
-    .json(&json!({"restore": 1}))
-    .send()
-    .await
-    .assert_error(413, "workspace_too_large");
+    // A diff is answered inline: a clear 413, nothing changes.
     h.call(
         Method::GET,
         "/v1/host/workspace/diff/big.bin?from=1",
@@ -515,6 +506,22 @@ pub async fn large_files_read_through_download_urls_pinned_to_their_version(h: H
     .await
     .assert_error(413, "workspace_too_large");
     assert_eq!(h.get(KEY_A, "big.bin").await.assert_ok()["version"], 2);
+    // Undo works at any size: version 1 comes back as version 3 (metadata answered).
+    let restored = h
+        .call(
+            Method::POST,
+            "/v1/host/workspace/versions/big.bin",
+            Some(KEY_A),
+        )
+        .json(&json!({"restore": 1}))
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(restored["version"], 3);
+    assert!(restored.get("contentBase64").is_none(), "{restored}");
+    let now = h.get(KEY_A, "big.bin").await.assert_ok();
+    assert_eq!(now["etag"], restored["etag"]);
+    assert_eq!(downloaded(&h, &now).await, first);
     // Another tenant reads nothing of it.
     h.get(KEY_EVIL, "big.bin")
         .await

@@ -2,7 +2,7 @@
 //! `GET /v1/host/workspace/diff/{path}?from=N&to=M`.
 
 use crate::envelope::{json_response, HttpResponse};
-use crate::files::file_response;
+use crate::files::{file_response, meta_json, with_etag};
 use crate::request::{file_path, Decoding, Query};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -96,6 +96,14 @@ pub async fn restore(
     let file = service
         .restore(who, &path, parsed.restore, if_match, idempotency_key)
         .await?;
+    // A version over maxFileBytes (written by an upload) is answered like its commit:
+    // metadata only, as a response cannot carry it.
+    if file.meta.size > service.limits().max_file_bytes {
+        return with_etag(
+            json_response(StatusCode::OK, &meta_json(&file.meta)),
+            &file.meta.etag,
+        );
+    }
     file_response(&file)
 }
 

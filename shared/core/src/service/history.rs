@@ -84,6 +84,7 @@ impl WorkspaceService {
         scope: &Scope,
         path: &FilePath,
         n: u64,
+        limit: (u64, &str),
     ) -> Result<(VersionRecord, Vec<u8>)> {
         let head = self.meta.head(scope, path).await?;
         let h = head.ok_or_else(|| WorkspaceError::not_found(format!("no file at {path}")))?;
@@ -100,12 +101,12 @@ impl WorkspaceService {
             .await?
             .filter(|v| v.lineage == h.lineage && !v.deleted)
             .ok_or_else(gone)?;
-        // Restore and diff hold versions in memory and answer inline: up to maxFileBytes.
-        let limit = self.limits.max_file_bytes;
+        // The caller holds the version in memory: bounded by its own limit.
+        let (limit, name) = limit;
         if item.size > limit {
             return Err(WorkspaceError::TooLarge {
                 message: format!(
-                    "version {n} of {path} is {} bytes; restore and diff take versions up to maxFileBytes = {limit}",
+                    "version {n} of {path} is {} bytes, over {name} = {limit}",
                     item.size
                 ),
                 limit,
@@ -130,9 +131,17 @@ impl WorkspaceService {
         if let Some(v) = &if_match {
             check_header_value("If-Match", v)?;
         }
-        let (item, content) = self.lineage_version(&who.scope, path, n).await?;
-        self.put(
+        // Any version a put or an upload could write can be restored.
+        let limits = self.limits;
+        let limit = if limits.max_upload_bytes > limits.max_file_bytes {
+            (limits.max_upload_bytes, "maxUploadBytes")
+        } else {
+            (limits.max_file_bytes, "maxFileBytes")
+        };
+        let (item, content) = self.lineage_version(&who.scope, path, n, limit).await?;
+        self.put_within(
             who,
+            limit,
             PutRequest {
                 path: Some(path.clone()),
                 content,
@@ -163,9 +172,11 @@ impl WorkspaceService {
                     .ok_or_else(|| WorkspaceError::not_found(format!("no file at {path}")))?
             }
         };
+        // A diff is answered inline: versions up to maxFileBytes.
+        let diff_limit = (self.limits.max_file_bytes, "maxFileBytes");
         let ((a, a_bytes), (b, b_bytes)) = tokio::try_join!(
-            self.lineage_version(scope, path, from),
-            self.lineage_version(scope, path, to)
+            self.lineage_version(scope, path, from, diff_limit),
+            self.lineage_version(scope, path, to, diff_limit)
         )?;
         let (old_name, new_name) = (
             format!("a/{path}@{}", a.version),

@@ -11,6 +11,18 @@ enum PutOutcome {
 impl WorkspaceService {
     /// Writes a new version (or the first version of a new lineage).
     pub async fn put(&self, who: &Identity, req: PutRequest) -> Result<StoredFile> {
+        self.put_within(who, (self.limits.max_file_bytes, "maxFileBytes"), req)
+            .await
+    }
+
+    /// [`Self::put`] with content bounded by `limit` (a restore may write what an upload
+    /// wrote).
+    pub(super) async fn put_within(
+        &self,
+        who: &Identity,
+        limit: (u64, &str),
+        req: PutRequest,
+    ) -> Result<StoredFile> {
         let path = req
             .path
             .clone()
@@ -22,13 +34,11 @@ impl WorkspaceService {
             check_header_value("Idempotency-Key", v)?;
         }
         let size = req.content.len() as u64;
-        if size > self.limits.max_file_bytes {
+        let (limit, name) = limit;
+        if size > limit {
             return Err(WorkspaceError::TooLarge {
-                message: format!(
-                    "content is {size} bytes; maxFileBytes is {}",
-                    self.limits.max_file_bytes
-                ),
-                limit: self.limits.max_file_bytes,
+                message: format!("content is {size} bytes; {name} is {limit}"),
+                limit,
             });
         }
         let content_type = content_type_for(&path, req.content_type.clone())?;
