@@ -25,7 +25,8 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Bod
     let started = Instant::now();
     let method = req.method().clone();
     let (parts, body) = req.into_parts();
-    let resp = match axum::body::to_bytes(body, app.max_request_bytes()).await {
+    let limit = app.max_request_bytes_for(parts.uri.path());
+    let resp = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => {
             app.handle(Request::from_parts(parts, bytes), PathForm::Encoded)
                 .await

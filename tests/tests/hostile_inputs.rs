@@ -137,3 +137,40 @@ named_query_tests! {
     next_token_forged: "nextToken=Li4vZXRj";
     repeated_parameter: "prefix=a&prefix=b";
 }
+
+/// Only this process's own upload URLs take bodies as large as an upload: every other
+/// path (the routes, the upload-start route included) is held to the inline limit, so an
+/// unauthenticated flood is refused before it is buffered whole.
+#[tokio::test]
+async fn only_upload_urls_take_upload_sized_bodies() {
+    let h = Harness::with_limits(
+        Backend {
+            meta: Arc::new(MemoryMeta::default()),
+            bodies: Arc::new(MemoryBodies::default()),
+            secrets: Arc::new(MemorySecrets::default()),
+            guard: Box::new(()),
+        },
+        workspace_core::Limits {
+            max_file_bytes: 16,
+            max_files: 5,
+            max_versions: 3,
+            max_upload_bytes: 10_000_000,
+        },
+    )
+    .await;
+    let inline = h.app.max_request_bytes();
+    assert!(inline < 1_000_000, "{inline}");
+    assert_eq!(
+        h.app
+            .max_request_bytes_for("/v1/signed/upload/acme/main/0123abcd"),
+        10_000_001
+    );
+    for path in [
+        "/v1/host/workspace/uploads",
+        "/v1/host/workspace/files/a.bin",
+        "/v1/signed/body/t/acme/w/main/files/a.bin",
+        "/mcp",
+    ] {
+        assert_eq!(h.app.max_request_bytes_for(path), inline, "{path}");
+    }
+}

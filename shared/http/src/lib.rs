@@ -122,22 +122,25 @@ impl App {
         self.cache.as_deref().ok_or_else(|| not_provided("cache"))
     }
 
-    /// Largest request body worth reading: a file PUT's, a blob's, or (where this process
-    /// serves upload URLs itself) an upload's, whichever is larger. Anything larger is
-    /// refused with 413 before it is parsed; each route then holds its own limit.
-    pub fn max_request_bytes(&self) -> usize {
-        let uploads = if self.service.signs_uploads() && self.function.is_none() {
-            usize::try_from(self.service.limits().max_upload_bytes)
+    /// Largest request body worth reading at `path`: an upload's at this process's own
+    /// upload URLs, else what a request carrying content inline may need (a file PUT, an
+    /// MCP call, a blob). Anything larger is refused with 413 before it is parsed (or,
+    /// before authentication, buffered); each route then holds its own limit.
+    pub fn max_request_bytes_for(&self, path: &str) -> usize {
+        if self.function.is_none()
+            && self.service.signs_uploads()
+            && path.starts_with(SIGNED_UPLOAD_PREFIX)
+        {
+            // One byte over still reaches the URL's own check, which names the size.
+            return usize::try_from(self.service.limits().max_upload_bytes)
                 .unwrap_or(usize::MAX)
-                .saturating_add(1)
-        } else {
-            0
-        };
-        self.max_inline_request_bytes().max(uploads)
+                .saturating_add(1);
+        }
+        self.max_request_bytes()
     }
 
     /// Largest body of a request that carries content inline (file PUT, MCP, blob PUT).
-    fn max_inline_request_bytes(&self) -> usize {
+    pub fn max_request_bytes(&self) -> usize {
         let files = self.max_file_request_bytes();
         // A blob one byte over its limit still reaches the service, which names the limit.
         let blobs = self.blobs.as_ref().map_or(0, |b| {
@@ -313,7 +316,7 @@ impl App {
             Route::Mcp => {
                 // Scopes are checked per tool: a read-only credential lists and reads.
                 let who = self.identify(parts, body).await?;
-                if body.len() > self.max_inline_request_bytes() {
+                if body.len() > self.max_request_bytes() {
                     return Ok(self.body_too_large());
                 }
                 mcp::post(&self.service, &who, parts, body).await
