@@ -112,9 +112,7 @@ pub async fn list(
 ) -> Result<HttpResponse> {
     let query = Query::parse(parts)?;
     let prefix = PathPrefix::parse(query.get("prefix").unwrap_or(""))?;
-    let limit = query
-        .positive("limit")?
-        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let limit = query.limit()?;
     let after = query.get("nextToken").map(decode_token).transpose()?;
     let page = match query.get("snapshot") {
         Some(id) => {

@@ -128,7 +128,7 @@ impl App {
     /// before authentication, buffered); each route then holds its own limit.
     pub fn max_request_bytes_for(&self, path: &str) -> usize {
         if self.function.is_none()
-            && self.service.signs_uploads()
+            && self.service.signs_urls()
             && path.starts_with(SIGNED_UPLOAD_PREFIX)
         {
             // One byte over still reaches the URL's own check, which names the size.
@@ -192,7 +192,7 @@ impl App {
             ));
             return resp;
         }
-        if self.function.is_none() && self.service.signs_uploads() {
+        if self.function.is_none() && self.service.signs_urls() {
             let signed = if path.starts_with(SIGNED_UPLOAD_PREFIX) {
                 Some((
                     "/v1/signed/upload/{tenant}/{workspace}/{uploadId}",

@@ -59,6 +59,13 @@ impl Query {
         self.0.get(name).map(String::as_str)
     }
 
+    /// A listing's `limit` (a positive integer), as a count.
+    pub fn limit(&self) -> Result<Option<usize>> {
+        Ok(self
+            .positive("limit")?
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
+    }
+
     /// A positive integer parameter.
     pub fn positive(&self, name: &str) -> Result<Option<u64>> {
         self.get(name)

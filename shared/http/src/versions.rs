@@ -39,9 +39,7 @@ pub async fn history(
 ) -> Result<HttpResponse> {
     let path = file_path(tail, decoding)?;
     let query = Query::parse(parts)?;
-    let limit = query
-        .positive("limit")?
-        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let limit = query.limit()?;
     let before = query.get("nextToken").map(decode_token).transpose()?;
     let page = service.history(&who.scope, &path, limit, before).await?;
     let rows: Vec<Value> = page

@@ -5,7 +5,7 @@
 //! the client names the size.
 
 use crate::dynamo::aws_err;
-use crate::s3::{delete_every_version, is_missing, presign_object};
+use crate::s3::{delete_every_version, or_missing, presign_object};
 use async_trait::async_trait;
 use aws_sdk_s3::primitives::{ByteStream, DateTime};
 use aws_sdk_s3::Client;
@@ -82,10 +82,8 @@ impl BlobStore for S3Blobs {
             .set_version_id(version_id.map(str::to_owned))
             .send()
             .await;
-        let out = match res {
-            Ok(out) => out,
-            Err(e) if is_missing(&e) => return Ok(None),
-            Err(e) => return Err(aws_err(e)),
+        let Some(out) = or_missing(res)? else {
+            return Ok(None);
         };
         let meta = BlobMeta {
             key: loc.key.as_str().to_owned(),
@@ -125,10 +123,8 @@ impl BlobStore for S3Blobs {
             .key(loc.storage_key())
             .send()
             .await;
-        let out = match res {
-            Ok(out) => out,
-            Err(e) if is_missing(&e) => return Ok(None),
-            Err(e) => return Err(aws_err(e)),
+        let Some(out) = or_missing(res)? else {
+            return Ok(None);
         };
         Ok(Some(BlobMeta {
             key: loc.key.as_str().to_owned(),

@@ -20,7 +20,7 @@ use workspace_core::ports::{BodyStore, Staged};
 use workspace_core::{Result, WorkspaceError};
 
 /// S3's "no such object" in its several spellings.
-pub(crate) fn is_missing<E: ProvideErrorMetadata>(
+fn is_missing<E: ProvideErrorMetadata>(
     e: &SdkError<E, aws_smithy_runtime_api::http::Response>,
 ) -> bool {
     match e {
@@ -34,48 +34,76 @@ pub(crate) fn is_missing<E: ProvideErrorMetadata>(
     }
 }
 
-/// Deletes every version and delete marker of exactly `key` (not of longer keys sharing
-/// the prefix).
-pub(crate) async fn delete_every_version(client: &Client, bucket: &str, key: &str) -> Result<()> {
-    let mut key_marker: Option<String> = None;
-    let mut version_marker: Option<String> = None;
+/// Every version and delete marker under `prefix`, as (key, version id), all pages.
+pub(crate) async fn object_versions(
+    client: &Client,
+    bucket: &str,
+    prefix: &str,
+) -> Result<Vec<(String, Option<String>)>> {
+    let mut out = Vec::new();
+    let (mut key_marker, mut version_marker) = (None, None);
     loop {
-        let out = client
+        let page = client
             .list_object_versions()
             .bucket(bucket)
-            .prefix(key)
+            .prefix(prefix)
             .set_key_marker(key_marker.take())
             .set_version_id_marker(version_marker.take())
             .send()
             .await
             .map_err(aws_err)?;
-        let versions = out
+        let found = page
             .versions()
             .iter()
             .map(|v| (v.key(), v.version_id()))
             .chain(
-                out.delete_markers()
+                page.delete_markers()
                     .iter()
                     .map(|m| (m.key(), m.version_id())),
             );
-        for (k, v) in versions {
-            if k != Some(key) {
-                continue;
+        for (key, version) in found {
+            if let Some(key) = key {
+                out.push((key.to_owned(), version.map(str::to_owned)));
             }
-            client
-                .delete_object()
-                .bucket(bucket)
-                .key(key)
-                .set_version_id(v.map(str::to_owned))
-                .send()
-                .await
-                .map_err(aws_err)?;
         }
-        if out.is_truncated != Some(true) {
-            return Ok(());
+        if page.is_truncated != Some(true) {
+            return Ok(out);
         }
-        key_marker = out.next_key_marker;
-        version_marker = out.next_version_id_marker;
+        key_marker = page.next_key_marker;
+        version_marker = page.next_version_id_marker;
+    }
+}
+
+/// Deletes every version and delete marker of exactly `key` (not of longer keys sharing
+/// the prefix), one DeleteObject per version.
+pub(crate) async fn delete_every_version(client: &Client, bucket: &str, key: &str) -> Result<()> {
+    for (k, version) in object_versions(client, bucket, key).await? {
+        if k != key {
+            continue;
+        }
+        client
+            .delete_object()
+            .bucket(bucket)
+            .key(key)
+            .set_version_id(version)
+            .send()
+            .await
+            .map_err(aws_err)?;
+    }
+    Ok(())
+}
+
+/// An S3 answer with "no such object" (in any of its spellings) as `None`.
+pub(crate) fn or_missing<T, E: ProvideErrorMetadata>(
+    res: std::result::Result<T, SdkError<E, aws_smithy_runtime_api::http::Response>>,
+) -> Result<Option<T>>
+where
+    SdkError<E, aws_smithy_runtime_api::http::Response>: std::error::Error,
+{
+    match res {
+        Ok(out) => Ok(Some(out)),
+        Err(e) if is_missing(&e) => Ok(None),
+        Err(e) => Err(aws_err(e)),
     }
 }
 
@@ -177,14 +205,11 @@ impl BodyStore for S3Bodies {
             .version_id(&body.version_id)
             .send()
             .await;
-        match res {
-            Ok(out) => {
-                let bytes = out.body.collect().await.map_err(aws_err)?;
-                Ok(Some(bytes.into_bytes().to_vec()))
-            }
-            Err(e) if is_missing(&e) => Ok(None),
-            Err(e) => Err(aws_err(e)),
-        }
+        let Some(out) = or_missing(res)? else {
+            return Ok(None);
+        };
+        let bytes = out.body.collect().await.map_err(aws_err)?;
+        Ok(Some(bytes.into_bytes().to_vec()))
     }
 
     async fn delete(&self, body: &BodyRef) -> Result<()> {
@@ -229,10 +254,8 @@ impl BodyStore for S3Bodies {
             .key(key)
             .send()
             .await;
-        let out = match res {
-            Ok(out) => out,
-            Err(e) if is_missing(&e) => return Ok(None),
-            Err(e) => return Err(aws_err(e)),
+        let Some(out) = or_missing(res)? else {
+            return Ok(None);
         };
         let size = out
             .content_length

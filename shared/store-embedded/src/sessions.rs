@@ -56,7 +56,7 @@ fn claim_key(rec: &WorkspaceRecord, path: &str) -> String {
 }
 
 /// The first key after every key starting with `prefix` (which ends in `/`; `0` follows it).
-pub(crate) fn prefix_end(prefix: &str) -> String {
+fn prefix_end(prefix: &str) -> String {
     format!("{}0", &prefix[..prefix.len().saturating_sub(1)])
 }
 
@@ -91,10 +91,20 @@ fn drain_str<V: redb::Value + 'static>(
     def: TableDefinition<&str, V>,
     prefix: &str,
 ) -> Result<u64> {
+    drain_str_where(txn, def, prefix, |_| true)
+}
+
+/// Removes the keys starting with `prefix` whose value `doomed` picks; how many went.
+pub(crate) fn drain_str_where<V: redb::Value + 'static>(
+    txn: &WriteTransaction,
+    def: TableDefinition<&str, V>,
+    prefix: &str,
+    mut doomed: impl FnMut(V::SelfType<'_>) -> bool,
+) -> Result<u64> {
     let mut t = txn.open_table(def).map_err(db_err)?;
     let end = prefix_end(prefix);
     let gone = t
-        .extract_from_if(prefix..end.as_str(), |_, _| true)
+        .extract_from_if(prefix..end.as_str(), |_, v| doomed(v))
         .map_err(db_err)?;
     let mut n = 0;
     for item in gone {

@@ -3,7 +3,7 @@
 //! version of a key, so a put replaces and a delete leaves nothing behind.
 
 use super::{db_err, STAGED};
-use crate::sessions::prefix_end;
+use crate::sessions::drain_str_where;
 use redb::{Database, ReadableDatabase};
 use workspace_core::model::Millis;
 use workspace_core::ports::Staged;
@@ -58,21 +58,10 @@ pub(crate) fn delete(db: &Database, key: &str) -> Result<()> {
 
 pub(crate) fn prune(db: &Database, prefix: &str, cutoff: Millis) -> Result<u64> {
     let txn = db.begin_write().map_err(db_err)?;
-    let mut n = 0;
-    {
-        let mut t = txn.open_table(STAGED).map_err(db_err)?;
-        let end = prefix_end(prefix);
-        // An unreadable stamp counts as old: such a record is garbage either way.
-        let gone = t
-            .extract_from_if(prefix..end.as_str(), |_, v| {
-                stored_at(v).map_or(true, |at| at < cutoff)
-            })
-            .map_err(db_err)?;
-        for item in gone {
-            item.map_err(db_err)?;
-            n += 1;
-        }
-    }
+    // An unreadable stamp counts as old: such a record is garbage either way.
+    let n = drain_str_where(&txn, STAGED, prefix, |v| {
+        stored_at(v).map_or(true, |at| at < cutoff)
+    })?;
     txn.commit().map_err(db_err)?;
     Ok(n)
 }

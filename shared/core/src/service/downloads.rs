@@ -14,6 +14,16 @@ pub enum FileRead {
     Download { meta: FileMeta, url: PresignedUrl },
 }
 
+impl FileRead {
+    /// The inline file; a read that could answer a URL was not asked for one.
+    pub(super) fn inline(self) -> Result<StoredFile> {
+        match self {
+            Self::Inline(file) => Ok(file),
+            Self::Download { .. } => Err(WorkspaceError::internal("inline read answered a URL")),
+        }
+    }
+}
+
 fn too_large_to_inline(meta: &FileMeta, limit: u64) -> WorkspaceError {
     WorkspaceError::TooLarge {
         message: format!(

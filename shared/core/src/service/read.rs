@@ -11,12 +11,7 @@ impl WorkspaceService {
         path: &FilePath,
         version: Option<u64>,
     ) -> Result<StoredFile> {
-        match self.read(scope, path, version, false).await? {
-            FileRead::Inline(file) => Ok(file),
-            FileRead::Download { .. } => {
-                Err(WorkspaceError::internal("inline read answered a URL"))
-            }
-        }
+        self.read(scope, path, version, false).await?.inline()
     }
 
     /// Like [`Self::get`], but a file over `maxFileBytes` comes as a download URL.

@@ -267,12 +267,9 @@ impl WorkspaceService {
         id: &str,
         path: &FilePath,
     ) -> Result<StoredFile> {
-        match self.read_in_snapshot(scope, id, path, false).await? {
-            FileRead::Inline(file) => Ok(file),
-            FileRead::Download { .. } => {
-                Err(WorkspaceError::internal("inline read answered a URL"))
-            }
-        }
+        self.read_in_snapshot(scope, id, path, false)
+            .await?
+            .inline()
     }
 
     /// Like [`Self::get_in_snapshot`], but a file over `maxFileBytes` comes as a URL.

@@ -121,8 +121,8 @@ impl WorkspaceService {
         self
     }
 
-    /// Whether this process serves locally signed upload URLs.
-    pub fn signs_uploads(&self) -> bool {
+    /// Whether this process signs and serves upload and download URLs itself.
+    pub fn signs_urls(&self) -> bool {
         self.upload_signer.is_some()
     }
 

@@ -52,9 +52,7 @@ pub async fn create(svc: &SessionService, caller: &Caller, body: &Bytes) -> Resu
 
 pub async fn list(svc: &SessionService, caller: &Caller, parts: &Parts) -> Result<HttpResponse> {
     let q = Query::parse(parts)?;
-    let limit = q
-        .positive("limit")?
-        .map_or(50, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let limit = q.limit()?.unwrap_or(50);
     let (page, next) = svc.list(caller, q.get("nextToken"), limit).await?;
     let mut body = json!({ "workspaces": page.iter().map(view).collect::<Vec<_>>() });
     if let Some(t) = next {

@@ -4,6 +4,7 @@
 use super::DynamoSessions;
 use crate::dynamo::aws_err;
 use crate::items::s;
+use crate::s3::object_versions;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
 use aws_sdk_s3::types::{Delete, ObjectIdentifier};
@@ -73,49 +74,19 @@ impl S3Eraser {
         }
     }
 
-    /// One page of (key, version id) under `prefix`.
+    /// Every (key, version id) under `prefix`, as DeleteObjects takes them.
     async fn versions(&self, prefix: &str) -> Result<Vec<ObjectIdentifier>> {
-        let mut out = Vec::new();
-        let (mut key_marker, mut version_marker) = (None, None);
-        loop {
-            let res = self
-                .client
-                .list_object_versions()
-                .bucket(&self.bucket)
-                .prefix(prefix)
-                .set_key_marker(key_marker.take())
-                .set_version_id_marker(version_marker.take())
-                .send()
-                .await
-                .map_err(aws_err)?;
-            let found = res
-                .versions()
-                .iter()
-                .map(|v| (v.key(), v.version_id()))
-                .chain(
-                    res.delete_markers()
-                        .iter()
-                        .map(|m| (m.key(), m.version_id())),
-                );
-            for (key, version) in found {
-                if let Some(key) = key {
-                    out.push(
-                        ObjectIdentifier::builder()
-                            .key(key)
-                            .set_version_id(version.map(str::to_owned))
-                            .build()
-                            .map_err(aws_err)?,
-                    );
-                }
-            }
-            if res.is_truncated() == Some(true) {
-                key_marker = res.next_key_marker;
-                version_marker = res.next_version_id_marker;
-            } else {
-                break;
-            }
-        }
-        Ok(out)
+        object_versions(&self.client, &self.bucket, prefix)
+            .await?
+            .into_iter()
+            .map(|(key, version)| {
+                ObjectIdentifier::builder()
+                    .key(key)
+                    .set_version_id(version)
+                    .build()
+                    .map_err(aws_err)
+            })
+            .collect()
     }
 }
 
