@@ -9,14 +9,17 @@ use std::sync::Arc;
 use workspace_contract::harness::{Backend, Harness, KEY_A};
 use workspace_store_memory::{MemoryBodies, MemoryMeta, MemorySecrets};
 
-async fn harness() -> Harness {
-    let h = Harness::new(Backend {
+fn memory() -> Backend {
+    Backend {
         meta: Arc::new(MemoryMeta::default()),
         bodies: Arc::new(MemoryBodies::default()),
         secrets: Arc::new(MemorySecrets::default()),
         guard: Box::new(()),
-    })
-    .await;
+    }
+}
+
+async fn harness() -> Harness {
+    let h = Harness::new(memory()).await;
     for p in ["a/b", "x", "b", "abs"] {
         h.put(KEY_A, p, "original").await.assert_ok();
     }
@@ -144,12 +147,7 @@ named_query_tests! {
 #[tokio::test]
 async fn only_upload_urls_take_upload_sized_bodies() {
     let h = Harness::with_limits(
-        Backend {
-            meta: Arc::new(MemoryMeta::default()),
-            bodies: Arc::new(MemoryBodies::default()),
-            secrets: Arc::new(MemorySecrets::default()),
-            guard: Box::new(()),
-        },
+        memory(),
         workspace_core::Limits {
             max_file_bytes: 16,
             max_files: 5,

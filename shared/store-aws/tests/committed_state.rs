@@ -26,6 +26,15 @@ fn service(env: &common::Env, max_versions: u64) -> WorkspaceService {
     )
 }
 
+fn sweeper(env: &common::Env) -> Sweeper {
+    Sweeper {
+        s3: env.clients.s3.clone(),
+        dynamodb: env.clients.dynamodb.clone(),
+        bucket: env.bucket.clone(),
+        table: env.table.clone(),
+    }
+}
+
 fn alice() -> Identity {
     Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice")
 }
@@ -248,12 +257,7 @@ async fn the_sweeper_removes_orphans_after_the_grace_period_only() {
         )
         .await
         .unwrap();
-    let sweeper = Sweeper {
-        s3: env.clients.s3.clone(),
-        dynamodb: env.clients.dynamodb.clone(),
-        bucket: env.bucket.clone(),
-        table: env.table.clone(),
-    };
+    let sweeper = sweeper(&env);
     let now = workspace_core::ports::Clock::now_ms(&SystemClock);
     let hour = 3_600_000;
     // Within the grace period an upload may still be about to commit: left alone.
@@ -291,12 +295,7 @@ async fn the_sweeper_removes_abandoned_uploads_after_a_day_only() {
             .await
             .unwrap();
     }
-    let sweeper = Sweeper {
-        s3: env.clients.s3.clone(),
-        dynamodb: env.clients.dynamodb.clone(),
-        bucket: env.bucket.clone(),
-        table: env.table.clone(),
-    };
+    let sweeper = sweeper(&env);
     let hour = 3_600_000;
     // Past the orphan grace but within a day the upload may still be committed.
     let report = sweeper.sweep(now + 2 * hour, hour).await.unwrap();
