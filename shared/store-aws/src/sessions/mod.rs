@@ -104,6 +104,23 @@ impl DynamoSessions {
         query_prefix(&self.client, &self.table, pk, prefix).await
     }
 
+    /// The JSON record of a workspace's item `sk` (an artifact, a session), if present.
+    async fn record<T: DeserializeOwned>(&self, scope: &Scope, sk: String) -> Result<Option<T>> {
+        self.get(partition(scope), sk)
+            .await?
+            .map(|i| data(&i))
+            .transpose()
+    }
+
+    /// The JSON records of a workspace's items whose sk starts with `prefix`.
+    async fn records<T: DeserializeOwned>(&self, scope: &Scope, prefix: &str) -> Result<Vec<T>> {
+        self.query(&partition(scope), prefix)
+            .await?
+            .iter()
+            .map(data)
+            .collect()
+    }
+
     fn put(&self, item: Item, condition: Option<&str>) -> Result<Put> {
         Put::builder()
             .table_name(&self.table)
@@ -365,33 +382,19 @@ impl SessionStore for DynamoSessions {
     }
 
     async fn artifact(&self, scope: &Scope, id: &str) -> Result<Option<ArtifactRecord>> {
-        self.get(partition(scope), format!("art#{id}"))
-            .await?
-            .map(|i| data(&i))
-            .transpose()
+        self.record(scope, format!("art#{id}")).await
     }
 
     async fn artifacts(&self, scope: &Scope) -> Result<Vec<ArtifactRecord>> {
-        self.query(&partition(scope), "art#")
-            .await?
-            .iter()
-            .map(data)
-            .collect()
+        self.records(scope, "art#").await
     }
 
     async fn session(&self, scope: &Scope, id: &str) -> Result<Option<SessionRecord>> {
-        self.get(partition(scope), format!("sess#{id}"))
-            .await?
-            .map(|i| data(&i))
-            .transpose()
+        self.record(scope, format!("sess#{id}")).await
     }
 
     async fn sessions(&self, scope: &Scope) -> Result<Vec<SessionRecord>> {
-        self.query(&partition(scope), "sess#")
-            .await?
-            .iter()
-            .map(data)
-            .collect()
+        self.records(scope, "sess#").await
     }
 
     async fn delete_session(&self, scope: &Scope, id: &str) -> Result<Vec<ArtifactRecord>> {
