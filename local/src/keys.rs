@@ -9,7 +9,7 @@ use workspace_core::keys::{key_digest, new_key, KeyStore, ManagedKey};
 use workspace_core::ports::{Clock, SystemClock};
 use workspace_core::{TenantId, WorkspaceId};
 use workspace_http::auth::{AnyOf, ApiKeys, Authenticator, ManagedKeys};
-use workspace_store_embedded::keys::{KeyFile, KEYS_FILE};
+use workspace_store_embedded::keys::KEYS_FILE;
 
 pub const DEFAULT_TENANT: &str = "local";
 pub const DEFAULT_WORKSPACE: &str = "default";
@@ -60,9 +60,8 @@ pub async fn create(
 /// The server's authenticator: the environment's keys (if any), then the managed keys.
 pub async fn authenticator(
     spec: Option<&str>,
-    data_dir: &Path,
+    store: Arc<dyn KeyStore>,
 ) -> Result<(Arc<dyn Authenticator>, KeySource), String> {
-    let store: Arc<dyn KeyStore> = Arc::new(KeyFile::new(data_dir));
     let mut chain: Vec<Arc<dyn Authenticator>> = Vec::new();
     let source = if let Some(spec) = spec {
         let keys = ApiKeys::parse(spec).map_err(|e| e.to_string())?;

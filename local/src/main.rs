@@ -2,7 +2,6 @@
 //! Requests enter in `server.rs`, go through the shared router (`workspace-http`), and bytes
 //! land in one redb file under `WORKSPACE_DATA_DIR`. `workspace-local keys …` manages API keys.
 
-mod config;
 mod keys;
 mod mcp_stdio;
 mod presign_secret;
@@ -12,18 +11,15 @@ mod sessions;
 
 use clap::{Parser, Subcommand};
 use std::sync::Arc;
-use workspace_core::blob::{BlobService, LocalPresign};
-use workspace_core::cache::CacheService;
+use workspace_core::blob::LocalPresign;
 use workspace_core::keys::KeyStore;
-use workspace_core::ports::{Clock, LogEvents, RandomIds, SystemClock};
+use workspace_core::ports::{Clock, SystemClock};
 use workspace_core::signed_url::UrlSigner;
-use workspace_core::WorkspaceService;
-use workspace_http::App;
-use workspace_store_aws::keys_table::DynamoKeys;
-use workspace_store_aws::AwsClients;
+use workspace_http::{serve as routes, sessions as session_routes, App};
 use workspace_store_embedded::keys::KeyFile;
-use workspace_store_embedded::secrets::SecretFile;
-use workspace_store_embedded::EmbeddedStore;
+use workspace_wiring::aws::Aws;
+use workspace_wiring::stores::Stores;
+use workspace_wiring::{services, Backend, Settings};
 
 /// The Agent Workspace API on this machine. Settings come from WORKSPACE_* variables.
 #[derive(Parser)]
@@ -152,32 +148,29 @@ async fn main() {
     }
 }
 
-/// The DynamoDB table the admin commands (`keys`, `secrets`) act on instead of the data
-/// directory, when `WORKSPACE_TABLE` is set (credentials, region and endpoint from the
-/// standard AWS environment): its client, name, and a description for their output.
-pub(crate) async fn admin_table() -> Option<(AwsClients, String, String)> {
-    let table = std::env::var("WORKSPACE_TABLE")
-        .ok()
-        .filter(|t| !t.is_empty())?;
-    let clients = AwsClients::from_env().await;
-    let place = format!("DynamoDB table {table}");
-    Some((clients, table, place))
+/// Whether the admin commands (`keys`, `secrets`, `purge`) act on AWS: with
+/// `WORKSPACE_BACKEND=aws`, or with `WORKSPACE_TABLE` set (the table the Lambda authorizer
+/// reads keys from), credentials, region and endpoint from the standard AWS environment.
+pub(crate) fn admin_on_aws(s: &Settings) -> bool {
+    s.local.backend == Backend::Aws || s.aws.table.is_some()
 }
 
-/// Keys live beside the local database, or in the table of [`admin_table`].
-async fn key_store(cfg: &config::Config) -> (Box<dyn KeyStore>, String) {
-    match admin_table().await {
-        Some((aws, table, place)) => (Box::new(DynamoKeys::new(aws.dynamodb, table)), place),
-        None => (
-            Box::new(KeyFile::new(&cfg.data_dir)),
-            keys::file_in(&cfg.data_dir),
-        ),
+/// Keys live beside the local database, or in the DynamoDB table (see [`admin_on_aws`]).
+async fn key_store(s: &Settings) -> Result<(Arc<dyn KeyStore>, String), String> {
+    if admin_on_aws(s) {
+        let aws = Aws::connect(s.clone()).await;
+        Ok((aws.keys()?, format!("DynamoDB table {}", s.aws.table()?)))
+    } else {
+        Ok((
+            Arc::new(KeyFile::new(&s.local.data_dir)),
+            keys::file_in(&s.local.data_dir),
+        ))
     }
 }
 
 async fn manage_keys(action: KeysAction) -> Result<(), String> {
-    let cfg = config::Config::from_env()?;
-    let (store, place) = key_store(&cfg).await;
+    let settings = Settings::from_env()?;
+    let (store, place) = key_store(&settings).await?;
     let store = store.as_ref();
     match action {
         KeysAction::Create {
@@ -231,64 +224,81 @@ pub(crate) fn emit(lines: &[String]) {
     let _ = out.flush();
 }
 
-/// The service over the embedded store in the data directory.
-fn local_service(cfg: &config::Config) -> Result<(WorkspaceService, Arc<EmbeddedStore>), String> {
-    let store = Arc::new(EmbeddedStore::open(&cfg.data_dir).map_err(|e| e.to_string())?);
-    let service = WorkspaceService::new(
-        store.clone(),
-        store.clone(),
-        Arc::new(LogEvents),
-        Arc::new(SystemClock),
-        Arc::new(RandomIds),
-        cfg.limits,
-    )
-    .with_redactor(cfg.redactor.clone())
-    .with_secrets(Arc::new(SecretFile::new(&cfg.data_dir)))
-    .with_snapshot_ttl_ms(cfg.snapshot_ttl_ms)
-    .with_upload_url_seconds(cfg.upload_url_seconds);
-    Ok((service, store))
-}
-
+/// `workspace-local mcp`: the tools on stdin/stdout over the configured backend.
 async fn mcp(who: mcp_stdio::Who) -> Result<(), String> {
-    let cfg = config::Config::from_env()?;
-    let (service, _) = local_service(&cfg)?;
-    let identity = mcp_stdio::identity(&cfg, &who).await?;
-    mcp_stdio::serve(service, identity).await
+    let settings = Settings::from_env()?;
+    let stores = Stores::open(&settings).await?;
+    let identity = mcp_stdio::identity(&settings, stores.keys.clone(), &who).await?;
+    let files = services::files(&settings, stores.meta, stores.bodies, stores.secrets);
+    mcp_stdio::serve(files, identity).await
 }
 
+/// Serves every route of the route table over the configured backend.
 async fn serve() -> Result<(), String> {
-    let cfg = config::Config::from_env()?;
-    let (service, store) = local_service(&cfg)?;
-    let (auth, key_source) = keys::authenticator(cfg.api_keys.as_deref(), &cfg.data_dir).await?;
-    let session_service = Arc::new(sessions::service(store.clone(), &cfg.data_dir)?);
-    let listener = tokio::net::TcpListener::bind(cfg.addr)
+    let settings = Settings::from_env()?;
+    let stores = Stores::open(&settings).await?;
+    let local = &settings.local;
+    let (auth, key_source) =
+        keys::authenticator(local.api_keys.as_deref(), stores.keys.clone()).await?;
+    let listener = tokio::net::TcpListener::bind(local.addr)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", cfg.addr))?;
+        .map_err(|e| format!("cannot listen on {}: {e}", local.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    // RFC 0019: blobs and the cache in the same database. Presigned blob URLs and
-    // two-step upload URLs are signed here and served by this process at the address
-    // clients reach it on.
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let local = LocalPresign {
-        signer: UrlSigner::new(presign_secret::load_or_create(&cfg.data_dir)?),
-        base_url: cfg
-            .public_url
-            .clone()
-            .unwrap_or_else(|| format!("http://{addr}")),
-    };
-    let service = service.with_upload_signer(local.clone());
-    let app = Arc::new(
-        App::new(service, auth)
-            .with_cache(
-                CacheService::new(store.clone(), clock.clone(), cfg.cache_limits)
-                    .with_redactor(cfg.redactor.clone())
-                    .with_secrets(Arc::new(SecretFile::new(&cfg.data_dir))),
-            )
-            .with_blobs(
-                BlobService::new(store, clock, cfg.blob_limits.clone()).with_local_presign(local),
-            )
-            .with_sessions(session_service),
+    let session_key = sessions::token_key(&settings)?;
+    let sessions = services::sessions(
+        &settings,
+        stores.sessions.clone(),
+        stores.bodies.clone(),
+        stores.erasers.clone(),
+        session_key,
     );
-    server::banner(addr, &cfg.data_dir, &key_source);
-    server::serve(listener, app).await
+    let mut files = services::files(
+        &settings,
+        stores.meta.clone(),
+        stores.bodies.clone(),
+        stores.secrets.clone(),
+    );
+    let mut app = App::new(auth);
+    if let Some(cache) = stores.cache.clone() {
+        app = app.with_cache(services::cache(&settings, cache, stores.secrets.clone()));
+    }
+    if let Some(blob_store) = stores.blobs.clone() {
+        let mut blobs = services::blobs(&settings, blob_store);
+        // On the embedded store, presigned blob URLs and two-step upload URLs are signed
+        // here and served by this process at the address clients reach it on (S3
+        // presigns its own).
+        if stores.signs_urls {
+            let signer = LocalPresign {
+                signer: UrlSigner::new(presign_secret::load_or_create(&local.data_dir)?),
+                base_url: local
+                    .public_url
+                    .clone()
+                    .unwrap_or_else(|| format!("http://{addr}")),
+            };
+            files = files.with_upload_signer(signer.clone());
+            blobs = blobs.with_local_presign(signer);
+            app = app.serve_signed(&routes::SIGNED_BLOBS);
+        }
+        app = app.with_blobs(blobs);
+    }
+    if stores.signs_urls {
+        app = app
+            .serve_signed(&routes::SIGNED_UPLOADS)
+            .serve_signed(&routes::SIGNED_BODIES);
+    }
+    let app = app
+        .with_files(files)
+        .with_sessions(Arc::new(sessions))
+        .serve(routes::GET)
+        .serve(routes::LIST)
+        .serve(routes::PUT)
+        .serve(routes::DELETE)
+        .serve(routes::SNAPSHOTS)
+        .serve(routes::CACHE)
+        .serve(routes::BLOB)
+        .serve(routes::PRESIGN)
+        .serve(session_routes::ROUTES)
+        .serve(workspace_mcp::http::ROUTES);
+    server::banner(addr, &stores.place, &key_source);
+    server::serve(listener, Arc::new(app)).await
 }

@@ -10,10 +10,11 @@
 use http::request::Parts;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use workspace_core::keys::KeyStore;
 use workspace_core::{Access, Identity, Scope, WorkspaceService};
 use workspace_http::auth::{AnyOf, ApiKeys, Authenticator, ManagedKeys, WORKSPACE_HEADER};
 use workspace_mcp::{handle_payload, Reply, Workspace};
-use workspace_store_embedded::keys::KeyFile;
+use workspace_wiring::Settings;
 
 /// The `mcp` command's flags.
 pub struct Who {
@@ -37,7 +38,11 @@ fn request_with(key: &str, workspace: Option<&str>) -> Result<Parts, String> {
 }
 
 /// The identity this process acts as, from the key or the flags.
-pub async fn identity(cfg: &crate::config::Config, who: &Who) -> Result<Identity, String> {
+pub async fn identity(
+    settings: &Settings,
+    keys: Arc<dyn KeyStore>,
+    who: &Who,
+) -> Result<Identity, String> {
     let key = std::env::var(KEY_VAR).ok().filter(|k| !k.trim().is_empty());
     match (key, &who.tenant) {
         (Some(_), Some(_)) => Err(format!(
@@ -45,12 +50,10 @@ pub async fn identity(cfg: &crate::config::Config, who: &Who) -> Result<Identity
         )),
         (Some(key), None) => {
             let mut chain: Vec<Arc<dyn Authenticator>> = Vec::new();
-            if let Some(spec) = cfg.api_keys.as_deref() {
+            if let Some(spec) = settings.local.api_keys.as_deref() {
                 chain.push(Arc::new(ApiKeys::parse(spec).map_err(|e| e.to_string())?));
             }
-            chain.push(Arc::new(ManagedKeys::new(Arc::new(KeyFile::new(
-                &cfg.data_dir,
-            )))));
+            chain.push(Arc::new(ManagedKeys::new(keys)));
             let parts = request_with(key.trim(), who.workspace.as_deref())?;
             let mut id = AnyOf(chain)
                 .authenticate(&parts)

@@ -2,22 +2,29 @@
 //! beside the local database or, with `WORKSPACE_TABLE` set, in that DynamoDB table. A
 //! running server reads them on every write, so a new secret is redacted at once.
 
-use crate::{config, emit, SecretsAction};
+use crate::{emit, SecretsAction};
 use std::io::Read;
+use std::sync::Arc;
 use workspace_core::model::format_time;
 use workspace_core::ports::{Clock, SystemClock};
 use workspace_core::secrets::{SecretRecord, SecretStore};
 use workspace_core::TenantId;
-use workspace_store_aws::secrets_table::DynamoSecrets;
 use workspace_store_embedded::secrets::{SecretFile, SECRETS_FILE};
+use workspace_wiring::aws::Aws;
+use workspace_wiring::Settings;
 
-async fn store(cfg: &config::Config) -> (Box<dyn SecretStore>, String) {
-    match crate::admin_table().await {
-        Some((aws, table, place)) => (Box::new(DynamoSecrets::new(aws.dynamodb, table)), place),
-        None => (
-            Box::new(SecretFile::new(&cfg.data_dir)),
-            cfg.data_dir.join(SECRETS_FILE).display().to_string(),
-        ),
+/// Secrets live beside the local database, or in the DynamoDB table
+/// (see [`crate::admin_on_aws`]).
+async fn store(s: &Settings) -> Result<(Arc<dyn SecretStore>, String), String> {
+    if crate::admin_on_aws(s) {
+        let aws = Aws::connect(s.clone()).await;
+        Ok((aws.secrets()?, format!("DynamoDB table {}", s.aws.table()?)))
+    } else {
+        let dir = &s.local.data_dir;
+        Ok((
+            Arc::new(SecretFile::new(dir)),
+            dir.join(SECRETS_FILE).display().to_string(),
+        ))
     }
 }
 
@@ -26,8 +33,8 @@ fn tenant(t: &str) -> Result<TenantId, String> {
 }
 
 pub async fn manage(action: SecretsAction) -> Result<(), String> {
-    let cfg = config::Config::from_env()?;
-    let (store, place) = store(&cfg).await;
+    let settings = Settings::from_env()?;
+    let (store, place) = store(&settings).await?;
     match action {
         SecretsAction::Set { tenant: t, id } => {
             let t = tenant(&t)?;

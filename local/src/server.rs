@@ -1,12 +1,11 @@
 //! The HTTP server: hands every request to the shared router, logs one line per request,
 //! and stops cleanly on Ctrl-C or SIGTERM.
 
-use crate::keys::{file_in as keys_file, KeySource, DEFAULT_TENANT, DEFAULT_WORKSPACE};
+use crate::keys::{KeySource, DEFAULT_TENANT, DEFAULT_WORKSPACE};
 use axum::body::Body;
 use axum::extract::State;
 use http::{Request, Response};
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 use workspace_http::{App, PathForm, RouteLabel};
@@ -71,14 +70,11 @@ async fn shutdown_signal() {
 }
 
 /// What a person needs to start: where data lives, how to call it, and where it listens.
-pub fn banner(addr: SocketAddr, data_dir: &Path, keys: &KeySource) {
-    println!("data directory: {}", data_dir.display());
+pub fn banner(addr: SocketAddr, place: &str, keys: &KeySource) {
+    println!("data: {place}");
     let files = format!("http://{addr}/v1/host/workspace/files");
     match keys {
-        KeySource::Env => println!(
-            "API keys: WORKSPACE_API_KEYS, and managed keys ({})",
-            keys_file(data_dir)
-        ),
+        KeySource::Env => println!("API keys: WORKSPACE_API_KEYS, and managed keys (in {place})"),
         KeySource::Generated { key } => {
             println!(
                 "Created an API key for tenant '{DEFAULT_TENANT}', workspace '{DEFAULT_WORKSPACE}'. It is stored hashed and shown only now:"
@@ -89,8 +85,7 @@ pub fn banner(addr: SocketAddr, data_dir: &Path, keys: &KeySource) {
         }
         KeySource::Managed { count } => {
             println!(
-                "API keys: {count} managed in {} (`workspace-local keys list`; new ones with `workspace-local keys create --tenant T --workspace W`)",
-                keys_file(data_dir)
+                "API keys: {count} managed in {place} (`workspace-local keys list`; new ones with `workspace-local keys create --tenant T --workspace W`)"
             );
         }
     }

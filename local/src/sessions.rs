@@ -1,37 +1,30 @@
-//! The workspace service for agent sessions on the local server, and
-//! `workspace-local purge [--dry-run]`.
+//! The session paging-token key of the local server, and `workspace-local purge [--dry-run]`.
 //!
 //! Paging tokens are signed with `WORKSPACE_SESSION_TOKEN_KEY` when set, else with a key
 //! generated on first start and kept in `<data dir>/session-token.key` (mode 0600), so
 //! tokens survive a restart.
 
-use crate::{config, emit};
+use crate::emit;
 use std::io::Write;
-use std::path::Path;
-use std::sync::Arc;
 use workspace_core::model::format_time;
-use workspace_core::ports::{BodyStore, RandomIds, SystemClock};
-use workspace_core::sessions::ports::{BodyEraser, SessionStore};
 use workspace_core::sessions::token::TokenKey;
-use workspace_core::sessions::SessionService;
-use workspace_http::config::{session_limits_from_env, token_key_from_env};
-use workspace_store_aws::sessions::{workspace_erasers, DynamoSessions};
-use workspace_store_aws::{AwsClients, S3Bodies};
-use workspace_store_embedded::EmbeddedStore;
+use workspace_wiring::stores::{self, Stores};
+use workspace_wiring::{services, Settings};
 
 pub const TOKEN_KEY_FILE: &str = "session-token.key";
 
-fn token_key(data_dir: &Path) -> Result<TokenKey, String> {
-    let get = |k: &str| std::env::var(k).ok();
-    if let Some(k) = token_key_from_env(&get).map_err(|e| e.to_string())? {
-        return Ok(k);
+pub fn token_key(settings: &Settings) -> Result<TokenKey, String> {
+    if let Some(k) = &settings.session_token_key {
+        return Ok(k.clone());
     }
+    let data_dir = &settings.local.data_dir;
     let path = data_dir.join(TOKEN_KEY_FILE);
     if let Ok(text) = std::fs::read_to_string(&path) {
         let bytes =
             hex::decode(text.trim()).map_err(|_| format!("{} is not a hex key", path.display()))?;
         return TokenKey::new(bytes).map_err(|e| format!("{}: {e}", path.display()));
     }
+    std::fs::create_dir_all(data_dir).map_err(|e| format!("{}: {e}", data_dir.display()))?;
     let bytes = rand::random::<[u8; 32]>();
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create_new(true);
@@ -48,70 +41,28 @@ fn token_key(data_dir: &Path) -> Result<TokenKey, String> {
     TokenKey::new(bytes.to_vec()).map_err(|e| e.to_string())
 }
 
-fn build(
-    store: Arc<dyn SessionStore>,
-    bodies: Arc<dyn BodyStore>,
-    erasers: Vec<Arc<dyn BodyEraser>>,
-    key: TokenKey,
-) -> Result<SessionService, String> {
-    let get = |k: &str| std::env::var(k).ok();
-    Ok(SessionService::new(
-        store,
-        bodies,
-        erasers,
-        Arc::new(SystemClock),
-        Arc::new(RandomIds),
-        key,
-        session_limits_from_env(&get).map_err(|e| e.to_string())?,
-    ))
-}
-
-/// The service over the server's embedded store.
-pub fn service(store: Arc<EmbeddedStore>, data_dir: &Path) -> Result<SessionService, String> {
-    // Blobs and cache entries live in the same database: the store erases them too.
-    build(
-        store.clone(),
-        store.clone(),
-        vec![store],
-        token_key(data_dir)?,
-    )
-}
-
 /// `workspace-local purge [--dry-run]`: over the local database (stop the server first:
-/// the database admits one process), or with `WORKSPACE_TABLE` and `WORKSPACE_BUCKET`
-/// set, over that table and bucket.
+/// the database admits one process), or on AWS (see [`crate::admin_on_aws`]) over the
+/// table and bucket.
 pub async fn purge(dry_run: bool) -> Result<(), String> {
-    let cfg = config::Config::from_env()?;
-    let svc = match std::env::var("WORKSPACE_TABLE")
-        .ok()
-        .filter(|t| !t.is_empty())
-    {
-        Some(table) => {
-            let bucket = std::env::var("WORKSPACE_BUCKET")
-                .ok()
-                .filter(|b| !b.is_empty())
-                .ok_or("WORKSPACE_BUCKET must be set with WORKSPACE_TABLE")?;
-            let clients = AwsClients::from_env().await;
-            build(
-                Arc::new(DynamoSessions::new(clients.dynamodb.clone(), table)),
-                Arc::new(S3Bodies::new(clients.s3.clone(), bucket.clone())),
-                workspace_erasers(&|k: &str| std::env::var(k).ok(), &clients, &bucket),
-                TokenKey::random(),
-            )?
+    let settings = Settings::from_env()?;
+    let stores: Stores = if crate::admin_on_aws(&settings) {
+        if settings.aws.bucket.is_none() {
+            return Err("WORKSPACE_BUCKET must be set with WORKSPACE_TABLE".to_owned());
         }
-        None => {
-            let store = Arc::new(
-                EmbeddedStore::open(&cfg.data_dir)
-                    .map_err(|e| format!("{e} (is the server running? stop it before purging)"))?,
-            );
-            build(
-                store.clone(),
-                store.clone(),
-                vec![store],
-                TokenKey::random(),
-            )?
-        }
+        stores::aws(&settings).await?
+    } else {
+        stores::embedded(&settings)
+            .map_err(|e| format!("{e} (is the server running? stop it before purging)"))?
     };
+    // Purging issues no paging tokens; any key will do.
+    let svc = services::sessions(
+        &settings,
+        stores.sessions,
+        stores.bodies,
+        stores.erasers,
+        TokenKey::random(),
+    );
     let report = svc.purge(dry_run).await.map_err(|e| e.to_string())?;
     let verb = if dry_run { "would purge" } else { "purged" };
     let mut lines: Vec<String> = report

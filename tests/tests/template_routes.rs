@@ -1,8 +1,9 @@
 //! The one route table and template.yaml must describe the same API: every row of
 //! `ROUTES` is an HttpApi event of the function that serves it, and nothing else is.
 
-use std::collections::BTreeSet;
-use workspace_http::routes::ROUTES;
+use std::collections::{BTreeSet, HashSet};
+use workspace_http::routes::{Route, ROUTES};
+use workspace_http::serve;
 use yaml_rust2::{Yaml, YamlLoader};
 
 fn root() -> std::path::PathBuf {
@@ -78,15 +79,64 @@ fn every_template_function_is_a_package_and_every_route_function_is_in_the_templ
         routed.is_subset(&functions),
         "{routed:?} not all in {functions:?}"
     );
+    // Each BuildProperties.Binary is a binary target of this workspace, as cargo sees it.
+    let out = std::process::Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .output()
+        .expect("cargo metadata");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    let binaries: BTreeSet<String> = meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter(|t| {
+            t["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "bin"))
+        })
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
     for f in &functions {
-        let manifest = root().join("functions").join(f).join("Cargo.toml");
-        let text = std::fs::read_to_string(&manifest)
-            .unwrap_or_else(|_| panic!("{} missing", manifest.display()));
         assert!(
-            text.contains(&format!("name = \"fn-{f}\"")),
-            "{}",
-            manifest.display()
+            binaries.contains(&format!("fn-{f}")),
+            "template builds fn-{f}, which is no binary of the workspace ({binaries:?})"
         );
+    }
+}
+
+/// What each function's `main` registers is exactly its rows of the table (the `mcp`
+/// function also answers `GET /health` with its own document).
+#[test]
+fn each_function_registers_exactly_its_rows() {
+    let functions: BTreeSet<&str> = ROUTES.iter().map(|r| r.function).collect();
+    for function in functions {
+        let set = match function {
+            "mcp" => workspace_mcp::http::FUNCTION_ROUTES,
+            f => serve::of_function(f).unwrap_or_else(|| panic!("no route set for {f}")),
+        };
+        let registered: HashSet<Route> = set.iter().map(|(r, _)| *r).collect();
+        let mut rows: HashSet<Route> = ROUTES
+            .iter()
+            .filter(|r| r.function == function)
+            .map(|r| r.route)
+            .collect();
+        if function == "mcp" {
+            rows.insert(Route::Health);
+        }
+        assert_eq!(registered, rows, "function {function}");
     }
 }
 

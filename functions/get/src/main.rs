@@ -1,6 +1,19 @@
-//! The 'get' function: every row of the route table whose function is "get".
+//! The 'get' function: health, discovery, a file (inline or a presigned download), its
+//! history and diffs. S3 + DynamoDB.
+
+use workspace_http::serve;
+use workspace_wiring::aws::Aws;
+use workspace_wiring::{services, Settings};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    workspace_lambda::run("get").await
+    workspace_lambda::init_tracing();
+    let aws = Aws::connect(Settings::from_env()?).await;
+    let s = &aws.settings;
+    let files = services::files(s, aws.meta()?, aws.bodies()?, aws.secrets()?);
+    let app = workspace_lambda::app(s)
+        .with_files(files)
+        .advertising(s.limits, s.advertised_on_aws())
+        .serve(serve::GET);
+    workspace_lambda::run(app).await
 }

@@ -1,6 +1,16 @@
-//! The 'put' function: every row of the route table whose function is "put".
+//! The 'put' function: inline writes, restores, and two-step uploads (a presigned S3 PUT,
+//! then the commit). S3 + DynamoDB.
+
+use workspace_http::serve;
+use workspace_wiring::aws::Aws;
+use workspace_wiring::{services, Settings};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    workspace_lambda::run("put").await
+    workspace_lambda::init_tracing();
+    let aws = Aws::connect(Settings::from_env()?).await;
+    let s = &aws.settings;
+    let files = services::files(s, aws.meta()?, aws.bodies()?, aws.secrets()?);
+    let app = workspace_lambda::app(s).with_files(files).serve(serve::PUT);
+    workspace_lambda::run(app).await
 }

@@ -1,6 +1,27 @@
-//! The 'workspaces' function: workspaces, artifacts and sessions (`/workspaces...`).
+//! The 'workspaces' function: the workspace service for agent sessions (workspaces,
+//! artifacts, session history). S3 + DynamoDB; a delete also erases the workspace's
+//! cache partition and blobs where the stack has them.
+
+use std::sync::Arc;
+use workspace_http::sessions;
+use workspace_wiring::aws::Aws;
+use workspace_wiring::{services, Settings};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    workspace_lambda::run("workspaces").await
+    workspace_lambda::init_tracing();
+    let aws = Aws::connect(Settings::from_env()?).await;
+    let s = &aws.settings;
+    // Every container must verify the others' paging tokens: one key, from the stack.
+    let key = s
+        .session_token_key
+        .clone()
+        .ok_or("WORKSPACE_SESSION_TOKEN_KEY must be set")?;
+    let sessions = services::sessions(s, aws.sessions()?, aws.bodies()?, aws.erasers()?, key);
+    let files = services::files(s, aws.meta()?, aws.bodies()?, aws.secrets()?);
+    let app = workspace_lambda::app(s)
+        .with_files(files)
+        .with_sessions(Arc::new(sessions))
+        .serve(sessions::ROUTES);
+    workspace_lambda::run(app).await
 }

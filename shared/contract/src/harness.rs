@@ -16,7 +16,7 @@ use workspace_core::secrets::SecretStore;
 use workspace_core::signed_url::UrlSigner;
 use workspace_core::{Limits, Scope, WorkspaceService};
 use workspace_http::auth::ApiKeys;
-use workspace_http::{App, PathForm};
+use workspace_http::{serve, App, PathForm};
 
 pub const KEY_A: &str = "key-acme-main-0123456789";
 pub const KEY_EVIL: &str = "key-acme-evil-0123456789";
@@ -184,6 +184,23 @@ impl Call<'_> {
     }
 }
 
+/// `app` serving every row of the route table, as the local server does, and the upload and
+/// download URLs its upload signer issues.
+pub fn every_route(app: App) -> App {
+    app.serve(serve::GET)
+        .serve(serve::LIST)
+        .serve(serve::PUT)
+        .serve(serve::DELETE)
+        .serve(serve::SNAPSHOTS)
+        .serve(serve::CACHE)
+        .serve(serve::BLOB)
+        .serve(serve::PRESIGN)
+        .serve(workspace_http::sessions::ROUTES)
+        .serve(workspace_mcp::http::ROUTES)
+        .serve_signed(&serve::SIGNED_UPLOADS)
+        .serve_signed(&serve::SIGNED_BODIES)
+}
+
 impl Harness {
     pub async fn new(backend: Backend) -> Self {
         Self::with_limits(backend, LIMITS).await
@@ -192,21 +209,20 @@ impl Harness {
     /// The harness with the blob and cache services wired in as well (on the harness's
     /// manual clock; stores that cannot presign get a local signer at [`SIGNED_BASE`]).
     pub async fn with_capabilities(backend: Backend, caps: Capabilities) -> Self {
-        let mut h = Self::with_limits(backend, LIMITS).await;
-        let app = Arc::get_mut(&mut h.app).expect("the harness app is not shared yet");
+        let h = Self::with_limits(backend, LIMITS).await;
         let clock: Arc<dyn Clock> = h.clock.clone();
         let local = LocalPresign {
             signer: UrlSigner::new(b"contract-suite-signing-secret-32".to_vec()),
             base_url: SIGNED_BASE.to_owned(),
         };
-        app.cache = Some(Arc::new(
-            CacheService::new(caps.cache, clock.clone(), CACHE_LIMITS)
-                .with_secrets(h.secrets.clone()),
-        ));
-        app.blobs = Some(Arc::new(
-            BlobService::new(caps.blobs, clock, blob_limits()).with_local_presign(local),
-        ));
-        h
+        let cache = CacheService::new(caps.cache, clock.clone(), CACHE_LIMITS)
+            .with_secrets(h.secrets.clone());
+        let blobs = BlobService::new(caps.blobs, clock, blob_limits()).with_local_presign(local);
+        h.map_app(|app| {
+            app.with_cache(cache)
+                .with_blobs(blobs)
+                .serve_signed(&serve::SIGNED_BLOBS)
+        })
     }
 
     pub async fn with_limits(backend: Backend, limits: Limits) -> Self {
@@ -242,7 +258,7 @@ impl Harness {
             base_url: SIGNED_BASE.to_owned(),
         });
         Self {
-            app: Arc::new(App::new(service, Arc::new(keys))),
+            app: Arc::new(every_route(App::new(Arc::new(keys)).with_files(service))),
             meta: backend.meta,
             bodies: backend.bodies,
             secrets: backend.secrets,

@@ -3,7 +3,7 @@
 //! the same behaviour.
 
 use crate::blob::{PresignSpec, PresignedUrl};
-use crate::error::Result;
+use crate::error::{Result, WorkspaceError};
 use crate::model::{BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, VersionRecord};
 use crate::path::{FilePath, PathPrefix};
 use crate::scope::Scope;
@@ -177,6 +177,40 @@ pub trait BodyStore: Send + Sync {
         _spec: &PresignSpec,
     ) -> Result<Option<PresignedUrl>> {
         Ok(None)
+    }
+}
+
+/// The body store of a process that serves only metadata routes (on AWS: `list`,
+/// `delete` and `snapshots`, which hold no S3 rights and link no S3 client). Reaching it
+/// is a wiring mistake, reported as an internal error.
+pub struct NoBodies;
+
+fn no_bodies() -> WorkspaceError {
+    WorkspaceError::internal("this process serves no route that reads or writes file bodies")
+}
+
+#[async_trait]
+impl BodyStore for NoBodies {
+    async fn put(&self, _: &str, _: Vec<u8>, _: &str) -> Result<BodyRef> {
+        Err(no_bodies())
+    }
+    async fn get(&self, _: &BodyRef) -> Result<Option<Vec<u8>>> {
+        Err(no_bodies())
+    }
+    async fn delete(&self, _: &BodyRef) -> Result<()> {
+        Err(no_bodies())
+    }
+    async fn put_staged(&self, _: &str, _: Vec<u8>, _: Millis) -> Result<()> {
+        Err(no_bodies())
+    }
+    async fn get_staged(&self, _: &str, _: u64) -> Result<Option<Staged>> {
+        Err(no_bodies())
+    }
+    async fn delete_staged(&self, _: &str) -> Result<()> {
+        Err(no_bodies())
+    }
+    async fn prune_staged(&self, _: &str, _: Millis) -> Result<u64> {
+        Err(no_bodies())
     }
 }
 

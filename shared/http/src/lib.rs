@@ -5,15 +5,14 @@
 pub mod auth;
 pub mod blob;
 pub mod cache;
-pub mod capability_config;
-pub mod config;
 pub mod discovery;
 pub mod envelope;
 pub mod files;
-pub mod mcp;
+pub mod handler;
 pub mod request;
 pub mod routes;
 mod scope_check;
+pub mod serve;
 pub mod sessions;
 pub mod snapshots;
 pub mod uploads;
@@ -21,20 +20,20 @@ pub mod versions;
 
 use auth::Authenticator;
 use bytes::Bytes;
-use envelope::{error_response, error_to_response, json_response, HttpResponse};
+use envelope::{error_response, error_to_response, HttpResponse};
+pub use handler::{Call, Handler, Reply, Routes, SignedUrls};
 use http::{header, HeaderValue, Request, StatusCode};
 use request::Decoding;
 pub use request::PathForm;
 use routes::{match_route, Matched, Route};
-use serde_json::json;
+use std::collections::HashMap;
 use std::sync::Arc;
-use workspace_core::blob::{BlobService, SIGNED_BLOB_PREFIX};
-use workspace_core::cache::CacheService;
-use workspace_core::service::{SIGNED_BODY_PREFIX, SIGNED_UPLOAD_PREFIX};
+use workspace_core::blob::{BlobLimits, BlobService};
+use workspace_core::cache::{CacheLimits, CacheService};
 use workspace_core::sessions::SessionService;
-use workspace_core::{Identity, Result, WorkspaceError, WorkspaceService};
+use workspace_core::{Identity, Limits, Result, WorkspaceError, WorkspaceService};
 
-fn require_read(who: &Identity) -> Result<()> {
+pub(crate) fn require_read(who: &Identity) -> Result<()> {
     if who.access.read {
         Ok(())
     } else {
@@ -44,7 +43,7 @@ fn require_read(who: &Identity) -> Result<()> {
     }
 }
 
-fn require_write(who: &Identity) -> Result<()> {
+pub(crate) fn require_write(who: &Identity) -> Result<()> {
     if who.access.write {
         Ok(())
     } else {
@@ -54,31 +53,35 @@ fn require_write(who: &Identity) -> Result<()> {
     }
 }
 
-/// The function serving `POST /mcp`.
-pub const MCP_FUNCTION: &str = "mcp";
-/// Whether a presign body asks for a PUT URL (a malformed body is refused later).
-fn body_names_put(body: &Bytes) -> bool {
-    serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v.get("method").and_then(|m| m.as_str()).map(|m| m != "GET"))
-        .unwrap_or(false)
-}
-
 /// Which route answered, attached to every response so transports can log it.
 #[derive(Debug, Clone, Copy)]
 pub struct RouteLabel(pub &'static str);
 
+/// What discovery advertises of the RFC 0019 families, whether or not this process
+/// serves them itself (on Lambda, `get` answers discovery and `blob` serves blobs).
+#[derive(Debug, Clone, Default)]
+pub struct Advertised {
+    /// Blob storage: its limits and whether URLs can be presigned.
+    pub blobs: Option<(BlobLimits, bool)>,
+    pub cache: Option<CacheLimits>,
+}
+
+/// The HTTP API of one process: the services it was given and the routes it serves.
 pub struct App {
-    pub service: WorkspaceService,
     pub auth: Arc<dyn Authenticator>,
-    /// The function this process serves (`Some("get")` on Lambda), or every route (`None`).
-    pub function: Option<&'static str>,
-    /// RFC 0019 blob storage, when this deployment provides it.
+    /// The file store (host.workspace), where this process serves it.
+    pub files: Option<Arc<WorkspaceService>>,
+    /// RFC 0019 blob storage, where this process serves it.
     pub blobs: Option<Arc<BlobService>>,
-    /// RFC 0019 TTL cache, when this deployment provides it.
+    /// RFC 0019 TTL cache, where this process serves it.
     pub cache: Option<Arc<CacheService>>,
-    /// The workspace service for agent sessions (`/workspaces`), where deployed.
+    /// The workspace service for agent sessions (`/workspaces`), where this process serves it.
     pub sessions: Option<Arc<SessionService>>,
+    /// The file limits this deployment enforces (advertised, and bounding request bodies).
+    pub limits: Limits,
+    pub advertised: Advertised,
+    handlers: HashMap<Route, Handler>,
+    signed: Vec<&'static SignedUrls>,
 }
 
 fn not_provided(what: &str) -> WorkspaceError {
@@ -86,15 +89,42 @@ fn not_provided(what: &str) -> WorkspaceError {
 }
 
 impl App {
-    pub fn new(service: WorkspaceService, auth: Arc<dyn Authenticator>) -> Self {
+    /// An app that serves nothing yet: give it services (`with_*`) and routes ([`App::serve`]).
+    pub fn new(auth: Arc<dyn Authenticator>) -> Self {
         Self {
-            service,
             auth,
-            function: None,
+            files: None,
             blobs: None,
             cache: None,
             sessions: None,
+            limits: Limits::default(),
+            advertised: Advertised::default(),
+            handlers: HashMap::new(),
+            signed: Vec::new(),
         }
+    }
+
+    /// Registers handlers; a later registration of the same route replaces the earlier.
+    pub fn serve(mut self, routes: Routes) -> Self {
+        self.handlers.extend(routes.iter().copied());
+        self
+    }
+
+    /// Serves URLs this process signs itself (the local server, the contract harness).
+    pub fn serve_signed(mut self, urls: &'static SignedUrls) -> Self {
+        self.signed.push(urls);
+        self
+    }
+
+    /// The routes this app answers.
+    pub fn routes(&self) -> impl Iterator<Item = Route> + '_ {
+        self.handlers.keys().copied()
+    }
+
+    pub fn with_files(mut self, files: WorkspaceService) -> Self {
+        self.limits = files.limits();
+        self.files = Some(Arc::new(files));
+        self
     }
 
     pub fn with_sessions(mut self, sessions: Arc<SessionService>) -> Self {
@@ -103,22 +133,38 @@ impl App {
     }
 
     pub fn with_blobs(mut self, blobs: BlobService) -> Self {
+        self.advertised.blobs = Some((blobs.limits().clone(), blobs.presign_supported()));
         self.blobs = Some(Arc::new(blobs));
         self
     }
 
     pub fn with_cache(mut self, cache: CacheService) -> Self {
+        self.advertised.cache = Some(cache.limits());
         self.cache = Some(Arc::new(cache));
         self
     }
 
-    fn blob_service(&self) -> Result<&BlobService> {
+    /// The limits and families discovery advertises, for a process that does not hold
+    /// every service itself.
+    pub fn advertising(mut self, limits: Limits, advertised: Advertised) -> Self {
+        self.limits = limits;
+        self.advertised = advertised;
+        self
+    }
+
+    pub fn files(&self) -> Result<&WorkspaceService> {
+        self.files
+            .as_deref()
+            .ok_or_else(|| not_provided("host.workspace files"))
+    }
+
+    pub fn blob_service(&self) -> Result<&BlobService> {
         self.blobs
             .as_deref()
             .ok_or_else(|| not_provided("blobStorage"))
     }
 
-    fn cache_service(&self) -> Result<&CacheService> {
+    pub fn cache_service(&self) -> Result<&CacheService> {
         self.cache.as_deref().ok_or_else(|| not_provided("cache"))
     }
 
@@ -127,12 +173,13 @@ impl App {
     /// MCP call, a blob). Anything larger is refused with 413 before it is parsed (or,
     /// before authentication, buffered); each route then holds its own limit.
     pub fn max_request_bytes_for(&self, path: &str) -> usize {
-        if self.function.is_none()
-            && self.service.signs_urls()
-            && path.starts_with(SIGNED_UPLOAD_PREFIX)
+        if self
+            .signed
+            .iter()
+            .any(|s| s.takes_uploads && path.starts_with(s.prefix))
         {
             // One byte over still reaches the URL's own check, which names the size.
-            return usize::try_from(self.service.limits().max_upload_bytes)
+            return usize::try_from(self.limits.max_upload_bytes)
                 .unwrap_or(usize::MAX)
                 .saturating_add(1);
         }
@@ -153,20 +200,20 @@ impl App {
 
     /// Largest file PUT body: a JSON string may escape each byte of the content into up to
     /// six characters, plus room for the other fields.
-    fn max_file_request_bytes(&self) -> usize {
-        let content = usize::try_from(self.service.limits().max_file_bytes).unwrap_or(usize::MAX);
+    pub fn max_file_request_bytes(&self) -> usize {
+        let content = usize::try_from(self.limits.max_file_bytes).unwrap_or(usize::MAX);
         content.saturating_mul(6).saturating_add(64 * 1024)
     }
 
     /// The response for a body over [`App::max_request_bytes`].
     pub fn body_too_large(&self) -> HttpResponse {
-        error_to_response(&workspace_core::WorkspaceError::TooLarge {
+        error_to_response(&WorkspaceError::TooLarge {
             message: format!(
                 "request body is over {} bytes; file content is limited to maxFileBytes = {} (larger files go through POST /v1/host/workspace/uploads)",
                 self.max_file_request_bytes(),
-                self.service.limits().max_file_bytes
+                self.limits.max_file_bytes
             ),
-            limit: self.service.limits().max_file_bytes,
+            limit: self.limits.max_file_bytes,
         })
     }
 
@@ -176,67 +223,39 @@ impl App {
             PathForm::Encoded => (parts.uri.path().to_owned(), Decoding::Once),
             PathForm::Decoded(p) => (p, Decoding::AlreadyDone),
         };
-        // Locally signed URLs carry no credential; only the local server (every route, a
-        // local signer) serves them, and they are not in the route table or template.
-        let signed = self
-            .blobs
-            .as_ref()
-            .filter(|b| b.local_presign().is_some() && self.function.is_none())
-            .filter(|_| path.starts_with(SIGNED_BLOB_PREFIX));
-        if let Some(b) = signed {
-            let mut resp = blob::signed(b, &parts, &path, &body)
+        // Locally signed URLs carry no credential; only a process that signs them serves
+        // them, and they are not in the route table or template.
+        if let Some(signed) = self.signed.iter().find(|s| path.starts_with(s.prefix)) {
+            let call = Call {
+                app: self,
+                route: None,
+                parts: &parts,
+                tail: &path,
+                decoding,
+                body: &body,
+            };
+            let mut resp = (signed.handler)(call)
                 .await
                 .unwrap_or_else(|e| error_to_response(&e));
-            resp.extensions_mut().insert(RouteLabel(
-                "/v1/signed/blob/{tenant}/{workspace}/{bucket}/{key+}",
-            ));
+            resp.extensions_mut().insert(RouteLabel(signed.label));
             return resp;
         }
-        if self.function.is_none() && self.service.signs_urls() {
-            let signed = if path.starts_with(SIGNED_UPLOAD_PREFIX) {
-                Some((
-                    "/v1/signed/upload/{tenant}/{workspace}/{uploadId}",
-                    uploads::signed(&self.service, &parts, &path, &body).await,
-                ))
-            } else if path.starts_with(SIGNED_BODY_PREFIX) {
-                Some((
-                    "/v1/signed/body/{key+}",
-                    uploads::signed_download(&self.service, &parts, &path).await,
-                ))
-            } else {
-                None
-            };
-            if let Some((label, result)) = signed {
-                let mut resp = result.unwrap_or_else(|e| error_to_response(&e));
-                resp.extensions_mut().insert(RouteLabel(label));
-                return resp;
-            }
-        }
         let (label, result) = match match_route(&parts.method, &path) {
-            Matched::Route { spec, tail } if self.function.is_none_or(|f| f == spec.function) => {
-                let label = spec.pattern;
-                (
-                    label,
-                    self.dispatch(spec.route, &parts, tail.unwrap_or(""), decoding, &body)
-                        .await,
-                )
-            }
-            // The MCP function answers `GET /health` itself with its own document, so a
-            // probe of that function (Function URL, `cargo lambda invoke`) finds it alive.
-            Matched::Route { spec, .. }
-                if spec.route == Route::Health && self.function == Some(MCP_FUNCTION) =>
-            {
-                ("/health", Ok(mcp::health()))
-            }
-            Matched::Route { .. } | Matched::NotFound => (
-                "unmatched",
-                Ok(error_response(
-                    StatusCode::NOT_FOUND,
-                    "not_found",
-                    &format!("no route for {} {}", parts.method, path.escape_debug()),
-                    None,
-                )),
-            ),
+            Matched::Route { spec, tail } => match self.handlers.get(&spec.route) {
+                Some(handler) => {
+                    let call = Call {
+                        app: self,
+                        route: Some(spec.route),
+                        parts: &parts,
+                        tail: tail.unwrap_or(""),
+                        decoding,
+                        body: &body,
+                    };
+                    (spec.pattern, handler(call).await)
+                }
+                None => ("unmatched", Ok(no_route(&parts, &path))),
+            },
+            Matched::NotFound => ("unmatched", Ok(no_route(&parts, &path))),
             Matched::MethodNotAllowed { allowed } => {
                 let list = allowed
                     .iter()
@@ -262,148 +281,18 @@ impl App {
 
     /// The caller, from the credential alone; a request that also names a tenant or
     /// workspace (header, query or body) must name the credential's own (WCT-1).
-    async fn identify(&self, parts: &http::request::Parts, body: &Bytes) -> Result<Identity> {
+    pub async fn identify(&self, parts: &http::request::Parts, body: &Bytes) -> Result<Identity> {
         let who = self.auth.authenticate(parts).await?;
         scope_check::names_only_its_own_scope(&who, parts, body)?;
         Ok(who)
     }
+}
 
-    async fn dispatch(
-        &self,
-        route: Route,
-        parts: &http::request::Parts,
-        tail: &str,
-        decoding: Decoding,
-        body: &Bytes,
-    ) -> Result<HttpResponse> {
-        let limits = self.service.limits();
-        if sessions::serves(route) {
-            // These routes carry their parameters in the path (`tail` is the whole path).
-            return sessions::dispatch(self, route, parts, tail, body).await;
-        }
-        match route {
-            Route::Health => Ok(json_response(
-                StatusCode::OK,
-                &json!({ "status": "ok", "service": "agent-workspace", "version": env!("CARGO_PKG_VERSION") }),
-            )),
-            Route::Discovery | Route::Capabilities => Ok(json_response(
-                StatusCode::OK,
-                &discovery::document_for(&limits, self.blobs.as_deref(), self.cache.as_deref()),
-            )),
-            Route::ListFiles => {
-                let who = self.identify(parts, body).await?;
-                require_read(&who)?;
-                files::list(&self.service, &who, parts).await
-            }
-            Route::GetFile => {
-                let who = self.identify(parts, body).await?;
-                require_read(&who)?;
-                files::get(&self.service, &who, parts, tail, decoding).await
-            }
-            Route::PutFile => {
-                let who = self.identify(parts, body).await?;
-                require_write(&who)?;
-                if body.len() > self.max_file_request_bytes() {
-                    return Ok(self.body_too_large());
-                }
-                files::put(&self.service, &who, parts, tail, decoding, body).await
-            }
-            Route::DeleteFile => {
-                let who = self.identify(parts, body).await?;
-                require_write(&who)?;
-                files::delete(&self.service, &who, parts, tail, decoding).await
-            }
-            Route::Mcp => {
-                // Scopes are checked per tool: a read-only credential lists and reads.
-                let who = self.identify(parts, body).await?;
-                if body.len() > self.max_request_bytes() {
-                    return Ok(self.body_too_large());
-                }
-                mcp::post(&self.service, &who, parts, body).await
-            }
-            Route::McpHealth => Ok(mcp::health()),
-            Route::CacheGet => {
-                let who = self.identify(parts, body).await?;
-                require_read(&who)?;
-                cache::get(self.cache_service()?, &who, tail, decoding).await
-            }
-            Route::CachePut => {
-                let who = self.identify(parts, body).await?;
-                require_write(&who)?;
-                cache::put(self.cache_service()?, &who, tail, decoding, body).await
-            }
-            Route::CacheDelete => {
-                let who = self.identify(parts, body).await?;
-                require_write(&who)?;
-                cache::delete(self.cache_service()?, &who, tail, decoding).await
-            }
-            Route::BlobList => {
-                let who = self.identify(parts, body).await?;
-                require_read(&who)?;
-                blob::list(self.blob_service()?, &who, parts, tail, decoding).await
-            }
-            Route::BlobGet => {
-                let who = self.identify(parts, body).await?;
-                require_read(&who)?;
-                blob::get(self.blob_service()?, &who, tail, decoding).await
-            }
-            Route::BlobPut => {
-                // The body is opaque bytes: never read as a scope-naming JSON object.
-                let who = self.identify(parts, &Bytes::new()).await?;
-                require_write(&who)?;
-                blob::put(self.blob_service()?, &who, parts, tail, decoding, body).await
-            }
-            Route::BlobDelete => {
-                let who = self.identify(parts, body).await?;
-                require_write(&who)?;
-                blob::delete(self.blob_service()?, &who, tail, decoding).await
-            }
-            Route::BlobPresign => {
-                let who = self.identify(parts, body).await?;
-                // A GET URL reads, a PUT URL writes; presigning needs the matching scope,
-                // checked here for both so a read-only key cannot mint upload URLs.
-                require_read(&who)?;
-                if body_names_put(body) {
-                    require_write(&who)?;
-                }
-                blob::presign(self.blob_service()?, &who, tail, decoding, body).await
-            }
-            Route::ListVersions => {
-                let who = self.identify(parts, body).await?;
-                require_read(&who)?;
-                versions::history(&self.service, &who, parts, tail, decoding).await
-            }
-            Route::RestoreVersion => {
-                let who = self.identify(parts, body).await?;
-                require_write(&who)?;
-                versions::restore(&self.service, &who, parts, tail, decoding, body).await
-            }
-            Route::Diff => {
-                let who = self.identify(parts, body).await?;
-                require_read(&who)?;
-                versions::diff(&self.service, &who, parts, tail, decoding).await
-            }
-            Route::CreateSnapshot => {
-                let who = self.identify(parts, body).await?;
-                require_write(&who)?;
-                snapshots::create(&self.service, &who).await
-            }
-            Route::GetSnapshot => {
-                let who = self.identify(parts, body).await?;
-                require_read(&who)?;
-                snapshots::get(&self.service, &who, tail).await
-            }
-            Route::StartUpload => {
-                let who = self.identify(parts, body).await?;
-                require_write(&who)?;
-                uploads::start(&self.service, &who, body).await
-            }
-            Route::DeleteSnapshot => {
-                let who = self.identify(parts, body).await?;
-                require_write(&who)?;
-                snapshots::delete(&self.service, &who, tail).await
-            }
-            _ => Err(WorkspaceError::internal("route has no handler")),
-        }
-    }
+fn no_route(parts: &http::request::Parts, path: &str) -> HttpResponse {
+    error_response(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        &format!("no route for {} {}", parts.method, path.escape_debug()),
+        None,
+    )
 }

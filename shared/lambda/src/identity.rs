@@ -9,31 +9,7 @@ use workspace_core::sessions::Caller;
 use workspace_core::{Access, Identity, Result, Scope, TenantId, WorkspaceError};
 use workspace_http::auth::Authenticator;
 
-#[derive(Debug, Clone)]
-pub struct ClaimNames {
-    pub tenant: String,
-    pub workspace: String,
-    pub principal: String,
-    pub scopes: String,
-}
-
-impl ClaimNames {
-    /// `WORKSPACE_TENANT_CLAIM` (tenant_id), `WORKSPACE_WORKSPACE_CLAIM` (workspace_id),
-    /// `WORKSPACE_PRINCIPAL_CLAIM` (sub), `WORKSPACE_SCOPE_CLAIM` (scope).
-    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Self {
-        let or = |k: &str, d: &str| {
-            get(k)
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| d.to_owned())
-        };
-        Self {
-            tenant: or("WORKSPACE_TENANT_CLAIM", "tenant_id"),
-            workspace: or("WORKSPACE_WORKSPACE_CLAIM", "workspace_id"),
-            principal: or("WORKSPACE_PRINCIPAL_CLAIM", "sub"),
-            scopes: or("WORKSPACE_SCOPE_CLAIM", "scope"),
-        }
-    }
-}
+pub use workspace_wiring::ClaimNames;
 
 pub struct AuthorizerClaims {
     names: ClaimNames,

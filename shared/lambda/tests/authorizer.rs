@@ -8,13 +8,17 @@ use workspace_lambda::identity::ClaimNames;
 use workspace_store_aws::keys_table::DynamoKeys;
 use workspace_store_aws::testing;
 
+mod common;
+
 fn event(name: &str) -> Value {
     let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn names() -> ClaimNames {
-    ClaimNames::from_env(|_| None)
+    workspace_wiring::Settings::from_source(|_| None)
+        .unwrap()
+        .claims
 }
 
 async fn store_key(
@@ -63,12 +67,7 @@ async fn stored_keys_authorize_as_the_same_identity_the_functions_accept() {
 
     // The route function takes the authorizer's context as the identity.
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_string_lossy().to_string();
-    let app = workspace_lambda::build_app("put", move |k| {
-        (k == "WORKSPACE_DATA_DIR").then(|| d.clone())
-    })
-    .await
-    .unwrap();
+    let app = common::app("put", dir.path());
     let mut put = event("put-file.json");
     put["requestContext"]["authorizer"] = json!({ "lambda": answer["context"] });
     let req = lambda_http::request::from_str(&put.to_string()).unwrap();

@@ -3,20 +3,17 @@
 
 use lambda_http::Body;
 use serde_json::Value;
-use workspace_lambda::{build_app, handle};
+use workspace_lambda::handle;
+
+mod common;
 
 fn event(name: &str) -> Value {
     let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(&path).expect("event file")).expect("event JSON")
 }
 
-async fn app(function: &'static str, dir: &std::path::Path) -> workspace_http::App {
-    let dir = dir.to_string_lossy().to_string();
-    build_app(function, move |k| {
-        (k == "WORKSPACE_DATA_DIR").then(|| dir.clone())
-    })
-    .await
-    .expect("app")
+fn app(function: &str, dir: &std::path::Path) -> workspace_http::App {
+    common::app(function, dir)
 }
 
 async fn call(app: &workspace_http::App, ev: &Value) -> lambda_http::Response<Body> {
@@ -27,7 +24,7 @@ async fn call(app: &workspace_http::App, ev: &Value) -> lambda_http::Response<Bo
 #[tokio::test]
 async fn every_byte_value_survives_the_lambda_path_both_ways() {
     let dir = tempfile::tempdir().unwrap();
-    let blob = app("blob", dir.path()).await;
+    let blob = app("blob", dir.path());
     let all: Vec<u8> = (0..=255u8).collect();
     let resp = call(&blob, &event("put-blob.json")).await;
     assert_eq!(resp.status(), 200);
@@ -56,7 +53,7 @@ async fn every_byte_value_survives_the_lambda_path_both_ways() {
 #[tokio::test]
 async fn the_cache_function_serves_the_cache_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = app("cache", dir.path()).await;
+    let cache = app("cache", dir.path());
     let resp = call(&cache, &event("put-cache.json")).await;
     assert_eq!(resp.status(), 200);
     let v: Value = serde_json::from_slice(resp.body().as_ref()).unwrap();
@@ -65,6 +62,6 @@ async fn the_cache_function_serves_the_cache_and_nothing_else() {
     assert_eq!(call(&cache, &event("put-blob.json")).await.status(), 404);
     assert_eq!(call(&cache, &event("get-file.json")).await.status(), 404);
     drop(cache); // the embedded file admits one opener
-    let blob = app("blob", dir.path()).await;
+    let blob = app("blob", dir.path());
     assert_eq!(call(&blob, &event("put-cache.json")).await.status(), 404);
 }

@@ -1,20 +1,17 @@
 //! The Lambda handler called directly with the recorded API Gateway events in `events/`.
 
 use serde_json::Value;
-use workspace_lambda::{build_app, handle};
+use workspace_lambda::handle;
+
+mod common;
 
 fn event(name: &str) -> Value {
     let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(&path).expect("event file")).expect("event JSON")
 }
 
-async fn app(function: &'static str, dir: &std::path::Path) -> workspace_http::App {
-    let dir = dir.to_string_lossy().to_string();
-    build_app(function, move |k| {
-        (k == "WORKSPACE_DATA_DIR").then(|| dir.clone())
-    })
-    .await
-    .expect("app")
+fn app(function: &str, dir: &std::path::Path) -> workspace_http::App {
+    common::app(function, dir)
 }
 
 async fn call(app: &workspace_http::App, ev: &Value) -> (u16, Value) {
@@ -34,25 +31,25 @@ async fn call(app: &workspace_http::App, ev: &Value) -> (u16, Value) {
 async fn recorded_events_round_trip_through_each_function() {
     let dir = tempfile::tempdir().unwrap();
     // Each function opens the same directory in turn (the embedded file admits one opener).
-    let (s, v) = call(&app("put", dir.path()).await, &event("put-file.json")).await;
+    let (s, v) = call(&app("put", dir.path()), &event("put-file.json")).await;
     assert_eq!(
         (s, v["version"].as_u64(), v["content"].as_str()),
         (200, Some(1), Some("hello")),
         "{v}"
     );
-    let (s, v) = call(&app("get", dir.path()).await, &event("get-file.json")).await;
+    let (s, v) = call(&app("get", dir.path()), &event("get-file.json")).await;
     assert_eq!((s, v["content"].as_str()), (200, Some("hello")), "{v}");
-    let (s, v) = call(&app("list", dir.path()).await, &event("list-files.json")).await;
+    let (s, v) = call(&app("list", dir.path()), &event("list-files.json")).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["files"][0]["path"], "notes/today.md");
-    let (s, _) = call(&app("delete", dir.path()).await, &event("delete-file.json")).await;
+    let (s, _) = call(&app("delete", dir.path()), &event("delete-file.json")).await;
     assert_eq!(s, 204);
 }
 
 #[tokio::test]
 async fn identity_comes_only_from_the_authorizer() {
     let dir = tempfile::tempdir().unwrap();
-    let put = app("put", dir.path()).await;
+    let put = app("put", dir.path());
     let mut ev = event("put-file.json");
     ev["requestContext"]["authorizer"] = Value::Null;
     let (s, v) = call(&put, &ev).await;
@@ -80,7 +77,7 @@ async fn identity_comes_only_from_the_authorizer() {
 #[tokio::test]
 async fn routes_on_raw_path_not_the_normalised_uri() {
     let dir = tempfile::tempdir().unwrap();
-    let put = app("put", dir.path()).await;
+    let put = app("put", dir.path());
     let mut ev = event("put-file.json");
     ev["rawPath"] = Value::from("/v1/host/workspace/files/a/../notes/today.md");
     let (s, v) = call(&put, &ev).await;
@@ -94,9 +91,9 @@ async fn routes_on_raw_path_not_the_normalised_uri() {
 #[tokio::test]
 async fn a_function_serves_only_its_own_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let (s, v) = call(&app("list", dir.path()).await, &event("put-file.json")).await;
+    let (s, v) = call(&app("list", dir.path()), &event("put-file.json")).await;
     assert_eq!((s, v["error"].as_str()), (404, Some("not_found")), "{v}");
-    let get = app("get", dir.path()).await;
+    let get = app("get", dir.path());
     let (s, v) = call(&get, &event("health.json")).await;
     assert_eq!((s, v["status"].as_str()), (200, Some("ok")));
 }
@@ -106,7 +103,7 @@ async fn scopes_in_the_token_decide_reads_and_writes() {
     let dir = tempfile::tempdir().unwrap();
     let mut ev = event("put-file.json");
     ev["requestContext"]["authorizer"]["jwt"]["claims"]["scope"] = Value::from("workspace:read");
-    let (s, v) = call(&app("put", dir.path()).await, &ev).await;
+    let (s, v) = call(&app("put", dir.path()), &ev).await;
     assert_eq!((s, v["error"].as_str()), (403, Some("forbidden")), "{v}");
 
     let mut ev = event("get-file.json");
@@ -114,7 +111,7 @@ async fn scopes_in_the_token_decide_reads_and_writes() {
         .as_object_mut()
         .unwrap()
         .remove("scope");
-    let (s, _) = call(&app("get", dir.path()).await, &ev).await;
+    let (s, _) = call(&app("get", dir.path()), &ev).await;
     assert_eq!(s, 403, "no scope grants nothing");
 
     // Scopes the authorizer validated count as well.
@@ -124,6 +121,6 @@ async fn scopes_in_the_token_decide_reads_and_writes() {
         .unwrap()
         .remove("scope");
     ev["requestContext"]["authorizer"]["jwt"]["scopes"] = serde_json::json!(["workspace:write"]);
-    let (s, v) = call(&app("put", dir.path()).await, &ev).await;
+    let (s, v) = call(&app("put", dir.path()), &ev).await;
     assert_eq!(s, 200, "{v}");
 }

@@ -1,5 +1,5 @@
-//! The recorded `/workspaces` events through the `workspaces` function's handler (on the
-//! embedded fallback), from a user-level token that carries no workspace claim, and the
+//! The recorded `/workspaces` events through the `workspaces` function's handler (over the
+//! embedded store), from a user-level token that carries no workspace claim, and the
 //! purge handler's dry run.
 
 use serde_json::Value;
@@ -7,8 +7,10 @@ use std::sync::Arc;
 use workspace_core::ports::{RandomIds, SystemClock};
 use workspace_core::sessions::token::TokenKey;
 use workspace_core::sessions::{SessionLimits, SessionService};
-use workspace_lambda::sessions::purge_handler;
-use workspace_lambda::{build_app, handle};
+use workspace_lambda::handle;
+use workspace_lambda::purge::purge_handler;
+
+mod common;
 use workspace_store_embedded::EmbeddedStore;
 
 const SAMPLE_ID: &str = "ws-0123456789abcdef0123456789abcdef";
@@ -30,12 +32,7 @@ async fn call(app: &workspace_http::App, ev: &Value) -> (u16, Value) {
 #[tokio::test]
 async fn recorded_workspace_events_run_through_the_workspaces_function() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_string_lossy().to_string();
-    let app = build_app("workspaces", move |k| {
-        (k == "WORKSPACE_DATA_DIR").then(|| d.clone())
-    })
-    .await
-    .expect("app");
+    let app = common::app("workspaces", dir.path());
     let (s, ws) = call(&app, &event("workspaces-create.json", SAMPLE_ID)).await;
     assert_eq!(s, 201, "{ws}");
     assert_eq!(ws["userId"], "user-1");
@@ -82,12 +79,7 @@ async fn recorded_workspace_events_run_through_the_workspaces_function() {
 
     // Another function does not serve these routes.
     let other = tempfile::tempdir().unwrap();
-    let d = other.path().to_string_lossy().to_string();
-    let files = build_app("get", move |k| {
-        (k == "WORKSPACE_DATA_DIR").then(|| d.clone())
-    })
-    .await
-    .expect("app");
+    let files = common::app("get", other.path());
     assert_eq!(
         call(&files, &event("workspaces-list.json", &id)).await.0,
         404

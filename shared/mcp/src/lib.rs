@@ -4,6 +4,7 @@
 //! service the HTTP file routes call. [`paths`] maps tool paths (`/workspace/...`) onto the
 //! workspace's path rules; [`tree`] derives directories from the flat namespace.
 
+pub mod http;
 pub mod paths;
 pub mod protocol;
 pub mod tools;

@@ -4,7 +4,7 @@
 //! pinned to the VersionId current when presigned, PUT with a signed `content-length` when
 //! the client names the size.
 
-use crate::dynamo::aws_err;
+use crate::aws_err;
 use crate::s3::{delete_every_version, or_missing, presign_object};
 use async_trait::async_trait;
 use aws_sdk_s3::primitives::{ByteStream, DateTime};

@@ -4,7 +4,7 @@
 //! DynamoDB TTL, which deletes days late at worst; `expiresAtMs` is what reads judge (the
 //! service filters every read on it), so an expired entry is never served.
 
-use crate::dynamo::aws_err;
+use crate::aws_err;
 use crate::items::{get_n, get_s, n, s};
 use crate::keys;
 use async_trait::async_trait;

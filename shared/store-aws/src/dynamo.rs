@@ -21,6 +21,7 @@
 //! or the process dies between the two, the body is an orphan no version item points to,
 //! which the service deletes at once when it can and the sweeper deletes otherwise.
 
+pub(crate) use crate::aws_err;
 use crate::items::{self, n, s, Item};
 use crate::keys;
 use async_trait::async_trait;
@@ -91,18 +92,6 @@ pub(crate) async fn query_prefix(
 pub struct DynamoMeta {
     pub(crate) client: Client,
     pub(crate) table: String,
-}
-
-pub(crate) fn aws_err(e: impl std::error::Error) -> WorkspaceError {
-    // The full chain (service code and message) goes to the log through Internal.
-    let mut text = e.to_string();
-    let mut src = e.source();
-    while let Some(cause) = src {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        src = cause.source();
-    }
-    WorkspaceError::internal(text)
 }
 
 impl DynamoMeta {

@@ -3,7 +3,8 @@
 //! `workspace_core::service::snapshots`), and snapshot records (`snap#<id>`, with
 //! `expiresAt` for TTL).
 
-use crate::dynamo::{aws_err, head_condition, DynamoMeta};
+use crate::aws_err;
+use crate::dynamo::{head_condition, DynamoMeta};
 use crate::items::{self, n, s};
 use crate::keys;
 use aws_sdk_dynamodb::types::{

@@ -7,7 +7,7 @@
 //! at least once: a crash after PutEvents but before the batch is acknowledged resends,
 //! and consumers dedupe on tenant/workspace/path/version.
 
-use crate::dynamo::aws_err;
+use crate::aws_err;
 use async_trait::async_trait;
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use serde_json::Value;

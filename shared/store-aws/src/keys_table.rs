@@ -4,7 +4,7 @@
 //! start with a tenant: the authorizer must find a key before it knows the tenant. Its role
 //! may read only items whose partition key starts with `apikey#`.
 
-use crate::dynamo::aws_err;
+use crate::aws_err;
 use crate::items::{get_s, s};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;

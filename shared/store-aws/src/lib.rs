@@ -1,64 +1,66 @@
 //! AWS adapters for the workspace ports: bodies in a versioned S3 bucket ([`s3`]), metadata
 //! and every commit decision in DynamoDB ([`dynamo`]), `workspace.updated` on EventBridge
-//! ([`events`]). Clients are built once ([`AwsClients::from_env`]) and shared.
+//! ([`events`]). Clients are built once per process ([`AwsConfig`]) and shared.
+//!
+//! Each SDK is behind a feature of its own (`s3`, `dynamodb`, `eventbridge`), so a Lambda
+//! function depends only on the clients it calls: `fn-snapshots` has no S3 in its tree.
+#![cfg_attr(
+    not(any(feature = "s3", feature = "dynamodb", feature = "eventbridge")),
+    allow(dead_code)
+)]
 
+#[cfg(feature = "s3")]
 pub mod blobs;
+#[cfg(feature = "dynamodb")]
 pub mod cache;
 pub mod calls;
+pub mod clients;
+#[cfg(feature = "dynamodb")]
 pub mod dynamo;
+#[cfg(feature = "dynamodb")]
 mod dynamo_pins;
+#[cfg(feature = "eventbridge")]
 pub mod events;
+#[cfg(feature = "dynamodb")]
 pub mod items;
 pub mod keys;
+#[cfg(feature = "dynamodb")]
 pub mod keys_table;
+#[cfg(all(feature = "eventbridge", feature = "s3"))]
 pub mod publisher;
+#[cfg(feature = "s3")]
 pub mod s3;
+#[cfg(feature = "dynamodb")]
 pub mod secrets_table;
+#[cfg(feature = "dynamodb")]
 pub mod sessions;
+#[cfg(all(feature = "dynamodb", feature = "s3"))]
 pub mod sweeper;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+#[cfg(feature = "s3")]
 pub use blobs::S3Blobs;
+#[cfg(feature = "dynamodb")]
 pub use cache::DynamoCache;
+#[cfg(all(feature = "s3", feature = "dynamodb", feature = "eventbridge"))]
+pub use clients::AwsClients;
+pub use clients::AwsConfig;
+#[cfg(feature = "dynamodb")]
 pub use dynamo::DynamoMeta;
+#[cfg(feature = "s3")]
 pub use s3::S3Bodies;
 
-use aws_config::{BehaviorVersion, SdkConfig};
-use aws_smithy_runtime_api::client::interceptors::SharedInterceptor;
+use workspace_core::WorkspaceError;
 
-/// The three SDK clients, configured once per process.
-#[derive(Clone)]
-pub struct AwsClients {
-    pub s3: aws_sdk_s3::Client,
-    pub dynamodb: aws_sdk_dynamodb::Client,
-    pub eventbridge: aws_sdk_eventbridge::Client,
-}
-
-impl AwsClients {
-    /// Credentials, region and endpoint from the standard AWS environment
-    /// (`AWS_ENDPOINT_URL` points every client at an emulator).
-    pub async fn from_env() -> Self {
-        let conf = aws_config::defaults(BehaviorVersion::latest()).load().await;
-        Self::from_sdk_config(&conf, None)
+pub(crate) fn aws_err(e: impl std::error::Error) -> WorkspaceError {
+    // The full chain (service code and message) goes to the log through Internal.
+    let mut text = e.to_string();
+    let mut src = e.source();
+    while let Some(cause) = src {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        src = cause.source();
     }
-
-    /// Clients from one SDK config, optionally with an interceptor on each (tests count
-    /// calls with one). With a custom endpoint (an emulator) S3 uses path-style addressing.
-    pub fn from_sdk_config(conf: &SdkConfig, interceptor: Option<SharedInterceptor>) -> Self {
-        let path_style = conf.endpoint_url().is_some();
-        let mut s3 = aws_sdk_s3::config::Builder::from(conf).force_path_style(path_style);
-        let mut ddb = aws_sdk_dynamodb::config::Builder::from(conf);
-        let mut eb = aws_sdk_eventbridge::config::Builder::from(conf);
-        if let Some(i) = interceptor {
-            s3 = s3.interceptor(i.clone());
-            ddb = ddb.interceptor(i.clone());
-            eb = eb.interceptor(i);
-        }
-        Self {
-            s3: aws_sdk_s3::Client::from_conf(s3.build()),
-            dynamodb: aws_sdk_dynamodb::Client::from_conf(ddb.build()),
-            eventbridge: aws_sdk_eventbridge::Client::from_conf(eb.build()),
-        }
-    }
+    WorkspaceError::internal(text)
 }

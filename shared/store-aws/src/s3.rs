@@ -7,7 +7,7 @@
 //! the current version, and removes every version after. The hourly sweeper removes staged
 //! objects older than a day (`prune_staged` does nothing here).
 
-use crate::dynamo::aws_err;
+use crate::aws_err;
 use async_trait::async_trait;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::presigning::PresigningConfig;

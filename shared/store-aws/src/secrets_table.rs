@@ -3,7 +3,8 @@
 //! (`<tenant>#<workspace>`, workspace ids start with a letter or digit) can equal. Read with
 //! one strongly consistent Query per write, so a newly registered secret counts at once.
 
-use crate::dynamo::{aws_err, query_prefix};
+use crate::aws_err;
+use crate::dynamo::query_prefix;
 use crate::items::{get_n, get_s, n, s};
 use crate::keys::secrets_partition;
 use async_trait::async_trait;

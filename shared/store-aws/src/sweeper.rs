@@ -7,7 +7,7 @@
 //! (`t/<tenant>/w/<workspace>/uploads/`) once older than `STAGED_MAX_AGE_MS`: uploads never
 //! committed, and bytes a client sent twice.
 
-use crate::dynamo::aws_err;
+use crate::aws_err;
 use crate::items::{get_s, s};
 use crate::keys;
 use std::collections::{HashMap, HashSet};

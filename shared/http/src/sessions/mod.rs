@@ -7,6 +7,7 @@ mod artifacts;
 mod workspaces;
 
 use crate::envelope::HttpResponse;
+use crate::handler::{Call, Reply, Routes};
 use crate::request::Query;
 use crate::routes::Route;
 use crate::App;
@@ -101,8 +102,31 @@ pub(crate) fn json_body<T: serde::de::DeserializeOwned>(body: &Bytes, shape: &st
         .map_err(|e| WorkspaceError::validation(format!("body must be {shape}: {e}")))
 }
 
+/// `workspaces`: the workspace service for agent sessions.
+pub const ROUTES: Routes = &[
+    (Route::CreateWorkspace, serve),
+    (Route::ListWorkspaces, serve),
+    (Route::GetWorkspace, serve),
+    (Route::DeleteWorkspace, serve),
+    (Route::UploadArtifact, serve),
+    (Route::ListArtifacts, serve),
+    (Route::GetArtifact, serve),
+    (Route::ListSessions, serve),
+    (Route::SessionHistory, serve),
+    (Route::DeleteSession, serve),
+];
+
+fn serve(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let route = c
+            .route
+            .ok_or_else(|| WorkspaceError::internal("not a workspace API route"))?;
+        dispatch(c.app, route, c.parts, c.tail, c.body).await
+    })
+}
+
 /// Serves one `/workspaces` route.
-pub async fn dispatch(
+async fn dispatch(
     app: &App,
     route: Route,
     parts: &Parts,
@@ -142,7 +166,7 @@ pub async fn dispatch(
         Route::ListWorkspaces => workspaces::list(svc, &caller, parts).await,
         Route::GetWorkspace => workspaces::get(svc, &caller, id).await,
         Route::DeleteWorkspace => workspaces::delete(svc, &caller, id).await,
-        Route::UploadArtifact => artifacts::upload(svc, &app.service, &caller, id, body).await,
+        Route::UploadArtifact => artifacts::upload(svc, app.files()?, &caller, id, body).await,
         Route::ListArtifacts => artifacts::list(svc, &caller, id, parts).await,
         Route::GetArtifact => artifacts::get(svc, &caller, id, param(&ps, 1)).await,
         Route::ListSessions => artifacts::sessions(svc, &caller, id, parts).await,
@@ -150,23 +174,6 @@ pub async fn dispatch(
         Route::DeleteSession => artifacts::delete_session(svc, &caller, id, param(&ps, 1)).await,
         _ => Err(WorkspaceError::internal("not a workspace API route")),
     }
-}
-
-/// Whether `route` is served here.
-pub fn serves(route: Route) -> bool {
-    matches!(
-        route,
-        Route::CreateWorkspace
-            | Route::ListWorkspaces
-            | Route::GetWorkspace
-            | Route::DeleteWorkspace
-            | Route::UploadArtifact
-            | Route::ListArtifacts
-            | Route::GetArtifact
-            | Route::ListSessions
-            | Route::SessionHistory
-            | Route::DeleteSession
-    )
 }
 
 #[cfg(test)]

@@ -2,11 +2,13 @@
 //! retried) and every S3 object version and delete marker under a prefix.
 
 use super::DynamoSessions;
-use crate::dynamo::aws_err;
+use crate::aws_err;
 use crate::items::s;
+#[cfg(feature = "s3")]
 use crate::s3::object_versions;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
+#[cfg(feature = "s3")]
 use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use workspace_core::sessions::ports::BodyEraser;
 use workspace_core::{Result, WorkspaceError};
@@ -61,11 +63,13 @@ impl DynamoSessions {
 
 /// Erases S3 bodies by prefix, every version and delete marker.
 #[derive(Clone)]
+#[cfg(feature = "s3")]
 pub struct S3Eraser {
     client: aws_sdk_s3::Client,
     bucket: String,
 }
 
+#[cfg(feature = "s3")]
 impl S3Eraser {
     pub fn new(client: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
         Self {
@@ -90,6 +94,7 @@ impl S3Eraser {
     }
 }
 
+#[cfg(feature = "s3")]
 #[async_trait]
 impl BodyEraser for S3Eraser {
     async fn erase_prefix(&self, prefix: &str) -> Result<u64> {
@@ -152,25 +157,4 @@ impl BodyEraser for PartitionEraser {
         use workspace_core::sessions::ports::SessionStore;
         self.0.items_under(&scope_of(prefix)?).await
     }
-}
-
-/// Everything a workspace delete erases on AWS by the workspace's key prefix: the file
-/// bodies in `bucket`, and, where the stack has them, the RFC 0019 cache table's partition
-/// and blob bucket's objects (`WORKSPACE_CACHE_TABLE`, `WORKSPACE_BLOB_S3_BUCKET`, read
-/// through `get`). The first is the bodies' eraser.
-pub fn workspace_erasers(
-    get: &impl Fn(&str) -> Option<String>,
-    clients: &crate::AwsClients,
-    bucket: &str,
-) -> Vec<std::sync::Arc<dyn BodyEraser>> {
-    use std::sync::Arc;
-    let mut erasers: Vec<Arc<dyn BodyEraser>> =
-        vec![Arc::new(S3Eraser::new(clients.s3.clone(), bucket))];
-    if let Some(t) = get("WORKSPACE_CACHE_TABLE").filter(|t| !t.trim().is_empty()) {
-        erasers.push(Arc::new(PartitionEraser::new(clients.dynamodb.clone(), t)));
-    }
-    if let Some(b) = get("WORKSPACE_BLOB_S3_BUCKET").filter(|b| !b.trim().is_empty()) {
-        erasers.push(Arc::new(S3Eraser::new(clients.s3.clone(), b)));
-    }
-    erasers
 }

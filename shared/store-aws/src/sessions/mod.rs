@@ -12,9 +12,12 @@
 
 mod erase;
 
-pub use erase::{workspace_erasers, PartitionEraser, S3Eraser};
+pub use erase::PartitionEraser;
+#[cfg(feature = "s3")]
+pub use erase::S3Eraser;
 
-use crate::dynamo::{aws_err, get_consistent, query_prefix};
+use crate::aws_err;
+use crate::dynamo::{get_consistent, query_prefix};
 use crate::items::{get_n, get_s, n, s, Item};
 use crate::keys::partition;
 use async_trait::async_trait;

@@ -1,0 +1,71 @@
+//! What a route's handler is, and the call it receives.
+//!
+//! A handler is a plain function pointer that an [`App`] is given when it is built
+//! ([`App::serve`]). The route table says which function serves a row; the handlers a
+//! process registers say what it can answer. Code is only linked into a binary when
+//! something reaches it at compile time, so a Lambda function that registers only its own
+//! rows carries only their handlers and the services those call, not the whole API.
+
+use crate::envelope::HttpResponse;
+use crate::request::Decoding;
+use crate::routes::Route;
+use crate::App;
+use bytes::Bytes;
+use http::request::Parts;
+use std::future::Future;
+use std::pin::Pin;
+use workspace_core::{Identity, Result};
+
+/// One matched request, as a handler sees it.
+#[derive(Clone, Copy)]
+pub struct Call<'a> {
+    pub app: &'a App,
+    /// The row that matched (none for a URL this process signed).
+    pub route: Option<Route>,
+    pub parts: &'a Parts,
+    /// What the route's first parameter captured on (see [`crate::routes::Matched`]).
+    pub tail: &'a str,
+    pub decoding: Decoding,
+    pub body: &'a Bytes,
+}
+
+impl Call<'_> {
+    /// The caller, from the credential alone (WCT-1: a request naming another scope fails).
+    pub async fn identify(&self) -> Result<Identity> {
+        self.app.identify(self.parts, self.body).await
+    }
+
+    /// The caller, who must hold `workspace:read`.
+    pub async fn reader(&self) -> Result<Identity> {
+        let who = self.identify().await?;
+        crate::require_read(&who)?;
+        Ok(who)
+    }
+
+    /// The caller, who must hold `workspace:write`.
+    pub async fn writer(&self) -> Result<Identity> {
+        let who = self.identify().await?;
+        crate::require_write(&who)?;
+        Ok(who)
+    }
+}
+
+/// A handler's answer, boxed so handlers of different routes share one type.
+pub type Reply<'a> = Pin<Box<dyn Future<Output = Result<HttpResponse>> + Send + 'a>>;
+
+/// Serves one route.
+pub type Handler = for<'a> fn(Call<'a>) -> Reply<'a>;
+
+/// A set of routes and their handlers, registered together.
+pub type Routes = &'static [(Route, Handler)];
+
+/// Serves a URL this process signed itself (no credential; the signature is the grant).
+pub struct SignedUrls {
+    /// Requests whose path starts with this are served here, before the route table.
+    pub prefix: &'static str,
+    /// The route label in logs.
+    pub label: &'static str,
+    pub handler: Handler,
+    /// Whether the body may be as large as an upload (else the inline request limit).
+    pub takes_uploads: bool,
+}

@@ -1,0 +1,287 @@
+//! The handler of each route, and the sets a process registers ([`App::serve`]). Each set
+//! holds the rows of one function of the route table, so a Lambda function registers one
+//! set and links only that set's code; the local server registers them all. A test holds
+//! every set equal to its function's rows.
+//!
+//! Each handler authenticates, checks the scope it needs, bounds what it reads, and hands
+//! over to the module that speaks the route (`files`, `versions`, ...).
+
+use crate::envelope::json_response;
+use crate::handler::{Call, Reply, Routes, SignedUrls};
+use crate::routes::Route;
+use crate::{blob, cache, discovery, files, snapshots, uploads, versions};
+use bytes::Bytes;
+use http::StatusCode;
+use serde_json::json;
+use workspace_core::blob::SIGNED_BLOB_PREFIX;
+use workspace_core::service::{SIGNED_BODY_PREFIX, SIGNED_UPLOAD_PREFIX};
+
+/// `get`: health, discovery, and the read-only file routes (a file, its history, a diff).
+pub const GET: Routes = &[
+    (Route::Health, health),
+    (Route::Discovery, discovery_document),
+    (Route::Capabilities, discovery_document),
+    (Route::GetFile, get_file),
+    (Route::ListVersions, list_versions),
+    (Route::Diff, diff),
+];
+/// `list`: the file listing (live or through a snapshot).
+pub const LIST: Routes = &[(Route::ListFiles, list_files)];
+/// `put`: writes (inline, restore, two-step upload).
+pub const PUT: Routes = &[
+    (Route::PutFile, put_file),
+    (Route::RestoreVersion, restore_version),
+    (Route::StartUpload, start_upload),
+];
+/// `delete`: file deletes.
+pub const DELETE: Routes = &[(Route::DeleteFile, delete_file)];
+/// `snapshots`: run snapshots (DynamoDB only on AWS).
+pub const SNAPSHOTS: Routes = &[
+    (Route::CreateSnapshot, create_snapshot),
+    (Route::GetSnapshot, get_snapshot),
+    (Route::DeleteSnapshot, delete_snapshot),
+];
+/// `cache`: the RFC 0019 TTL cache.
+pub const CACHE: Routes = &[
+    (Route::CacheGet, cache_get),
+    (Route::CachePut, cache_put),
+    (Route::CacheDelete, cache_delete),
+];
+/// `blob`: RFC 0019 blob storage.
+pub const BLOB: Routes = &[
+    (Route::BlobList, blob_list),
+    (Route::BlobGet, blob_get),
+    (Route::BlobPut, blob_put),
+    (Route::BlobDelete, blob_delete),
+];
+/// `presign`: presigned blob URLs.
+pub const PRESIGN: Routes = &[(Route::BlobPresign, blob_presign)];
+
+/// Two-step upload URLs this process signed (the body of a large file).
+pub static SIGNED_UPLOADS: SignedUrls = SignedUrls {
+    prefix: SIGNED_UPLOAD_PREFIX,
+    label: "/v1/signed/upload/{tenant}/{workspace}/{uploadId}",
+    handler: signed_upload,
+    takes_uploads: true,
+};
+/// Download URLs this process signed (a file over maxFileBytes).
+pub static SIGNED_BODIES: SignedUrls = SignedUrls {
+    prefix: SIGNED_BODY_PREFIX,
+    label: "/v1/signed/body/{key+}",
+    handler: signed_body,
+    takes_uploads: false,
+};
+/// Presigned blob URLs this process signed.
+pub static SIGNED_BLOBS: SignedUrls = SignedUrls {
+    prefix: SIGNED_BLOB_PREFIX,
+    label: "/v1/signed/blob/{tenant}/{workspace}/{bucket}/{key+}",
+    handler: signed_blob,
+    takes_uploads: false,
+};
+
+fn health(_: Call<'_>) -> Reply<'_> {
+    Box::pin(async {
+        Ok(json_response(
+            StatusCode::OK,
+            &json!({ "status": "ok", "service": "agent-workspace", "version": env!("CARGO_PKG_VERSION") }),
+        ))
+    })
+}
+
+fn discovery_document(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        Ok(json_response(
+            StatusCode::OK,
+            &discovery::document_for(&c.app.limits, &c.app.advertised),
+        ))
+    })
+}
+
+fn list_files(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        files::list(c.app.files()?, &who, c.parts).await
+    })
+}
+
+fn get_file(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        files::get(c.app.files()?, &who, c.parts, c.tail, c.decoding).await
+    })
+}
+
+fn put_file(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        if c.body.len() > c.app.max_file_request_bytes() {
+            return Ok(c.app.body_too_large());
+        }
+        files::put(c.app.files()?, &who, c.parts, c.tail, c.decoding, c.body).await
+    })
+}
+
+fn delete_file(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        files::delete(c.app.files()?, &who, c.parts, c.tail, c.decoding).await
+    })
+}
+
+fn list_versions(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        versions::history(c.app.files()?, &who, c.parts, c.tail, c.decoding).await
+    })
+}
+
+fn restore_version(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        versions::restore(c.app.files()?, &who, c.parts, c.tail, c.decoding, c.body).await
+    })
+}
+
+fn diff(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        versions::diff(c.app.files()?, &who, c.parts, c.tail, c.decoding).await
+    })
+}
+
+fn create_snapshot(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        snapshots::create(c.app.files()?, &who).await
+    })
+}
+
+fn get_snapshot(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        snapshots::get(c.app.files()?, &who, c.tail).await
+    })
+}
+
+fn delete_snapshot(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        snapshots::delete(c.app.files()?, &who, c.tail).await
+    })
+}
+
+fn start_upload(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        uploads::start(c.app.files()?, &who, c.body).await
+    })
+}
+
+fn cache_get(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        cache::get(c.app.cache_service()?, &who, c.tail, c.decoding).await
+    })
+}
+
+fn cache_put(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        cache::put(c.app.cache_service()?, &who, c.tail, c.decoding, c.body).await
+    })
+}
+
+fn cache_delete(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        cache::delete(c.app.cache_service()?, &who, c.tail, c.decoding).await
+    })
+}
+
+fn blob_list(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        blob::list(c.app.blob_service()?, &who, c.parts, c.tail, c.decoding).await
+    })
+}
+
+fn blob_get(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        blob::get(c.app.blob_service()?, &who, c.tail, c.decoding).await
+    })
+}
+
+fn blob_put(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        // The body is opaque bytes: never read as a scope-naming JSON object.
+        let who = c.app.identify(c.parts, &Bytes::new()).await?;
+        crate::require_write(&who)?;
+        blob::put(
+            c.app.blob_service()?,
+            &who,
+            c.parts,
+            c.tail,
+            c.decoding,
+            c.body,
+        )
+        .await
+    })
+}
+
+fn blob_delete(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        blob::delete(c.app.blob_service()?, &who, c.tail, c.decoding).await
+    })
+}
+
+fn blob_presign(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        // A GET URL reads, a PUT URL writes; presigning needs the matching scope, checked
+        // here for both so a read-only key cannot mint upload URLs.
+        let who = c.reader().await?;
+        if body_names_put(c.body) {
+            crate::require_write(&who)?;
+        }
+        blob::presign(c.app.blob_service()?, &who, c.tail, c.decoding, c.body).await
+    })
+}
+
+/// Whether a presign body asks for a PUT URL (a malformed body is refused later).
+fn body_names_put(body: &Bytes) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("method").and_then(|m| m.as_str()).map(|m| m != "GET"))
+        .unwrap_or(false)
+}
+
+fn signed_upload(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move { uploads::signed(c.app.files()?, c.parts, c.tail, c.body).await })
+}
+
+fn signed_body(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move { uploads::signed_download(c.app.files()?, c.parts, c.tail).await })
+}
+
+fn signed_blob(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move { blob::signed(c.app.blob_service()?, c.parts, c.tail, c.body).await })
+}
+
+/// The set the function named `function` registers (all but `mcp`, whose set lives in
+/// `workspace-mcp`). For tests and tools: a function's `main` names its set directly, so
+/// it links no other.
+pub fn of_function(function: &str) -> Option<Routes> {
+    Some(match function {
+        "get" => GET,
+        "list" => LIST,
+        "put" => PUT,
+        "delete" => DELETE,
+        "snapshots" => SNAPSHOTS,
+        "cache" => CACHE,
+        "blob" => BLOB,
+        "presign" => PRESIGN,
+        "workspaces" => crate::sessions::ROUTES,
+        _ => return None,
+    })
+}

@@ -1,0 +1,71 @@
+//! The domain services, built from their ports and the settings that tune them. Every
+//! process builds a service here, whichever adapters it plugs in.
+
+use crate::Settings;
+use std::sync::Arc;
+use workspace_core::blob::{BlobService, BlobStore};
+use workspace_core::cache::{CacheService, CacheStore};
+use workspace_core::ports::{BodyStore, LogEvents, MetaStore, RandomIds, SystemClock};
+use workspace_core::secrets::SecretStore;
+use workspace_core::sessions::ports::{BodyEraser, SessionStore};
+use workspace_core::sessions::token::TokenKey;
+use workspace_core::sessions::SessionService;
+use workspace_core::WorkspaceService;
+
+/// The file store (host.workspace). Events come from committed state (the DynamoDB stream
+/// on AWS), never from the request path, so the service only logs them.
+pub fn files(
+    s: &Settings,
+    meta: Arc<dyn MetaStore>,
+    bodies: Arc<dyn BodyStore>,
+    secrets: Arc<dyn SecretStore>,
+) -> WorkspaceService {
+    WorkspaceService::new(
+        meta,
+        bodies,
+        Arc::new(LogEvents),
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        s.limits,
+    )
+    .with_redactor(s.redactor.clone())
+    .with_secrets(secrets)
+    .with_snapshot_ttl_ms(s.snapshot_ttl_ms)
+    .with_upload_url_seconds(s.upload_url_seconds)
+}
+
+/// The RFC 0019 TTL cache; values are redacted like files (WSR-1).
+pub fn cache(
+    s: &Settings,
+    store: Arc<dyn CacheStore>,
+    secrets: Arc<dyn SecretStore>,
+) -> CacheService {
+    CacheService::new(store, Arc::new(SystemClock), s.cache_limits)
+        .with_redactor(s.redactor.clone())
+        .with_secrets(secrets)
+}
+
+/// RFC 0019 blob storage.
+pub fn blobs(s: &Settings, store: Arc<dyn BlobStore>) -> BlobService {
+    BlobService::new(store, Arc::new(SystemClock), s.blob_limits.clone())
+}
+
+/// The workspace service for agent sessions; `erasers` hold everything a deleted or
+/// purged workspace leaves behind, by its key prefix.
+pub fn sessions(
+    s: &Settings,
+    store: Arc<dyn SessionStore>,
+    bodies: Arc<dyn BodyStore>,
+    erasers: Vec<Arc<dyn BodyEraser>>,
+    token_key: TokenKey,
+) -> SessionService {
+    SessionService::new(
+        store,
+        bodies,
+        erasers,
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        token_key,
+        s.session_limits,
+    )
+}

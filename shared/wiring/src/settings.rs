@@ -1,0 +1,246 @@
+//! Every setting of every process, read once from the environment. The Lambda functions
+//! and the local server both start here; a new setting is one field and one line below.
+
+use crate::env::{
+    blob_limits_from_env, cache_limits_from_env, env_u64, limits_from_env, redactor_from_env,
+    session_limits_from_env, snapshot_ttl_ms_from_env, token_key_from_env,
+    upload_url_seconds_from_env,
+};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use workspace_core::blob::BlobLimits;
+use workspace_core::cache::CacheLimits;
+use workspace_core::redact::Redactor;
+use workspace_core::sessions::token::TokenKey;
+use workspace_core::sessions::SessionLimits;
+use workspace_core::Limits;
+
+/// Where the local server keeps its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// One redb file under the data directory (the default).
+    Embedded,
+    /// The AWS data plane template.yaml declares, at whatever endpoint the standard AWS
+    /// environment names (`AWS_ENDPOINT_URL` for an emulator).
+    Aws,
+}
+
+/// The AWS resource names (the template passes them to each function).
+#[derive(Debug, Clone, Default)]
+pub struct AwsNames {
+    /// `WORKSPACE_TABLE`: heads, versions, snapshots, keys, secrets, sessions.
+    pub table: Option<String>,
+    /// `WORKSPACE_BUCKET`: file bodies (versioned).
+    pub bucket: Option<String>,
+    /// `WORKSPACE_CACHE_TABLE`: the RFC 0019 cache, where the stack has it.
+    pub cache_table: Option<String>,
+    /// `WORKSPACE_BLOB_S3_BUCKET`: RFC 0019 blobs, where the stack has them.
+    pub blob_bucket: Option<String>,
+    /// `WORKSPACE_EVENT_BUS`: where `workspace.updated` goes.
+    pub event_bus: Option<String>,
+}
+
+/// A setting's error as the text a process prints before it stops.
+fn e<T>(r: workspace_core::Result<T>) -> Result<T, String> {
+    r.map_err(|e| e.to_string())
+}
+
+/// A missing required setting.
+fn missing(name: &str) -> String {
+    format!("{name} must be set")
+}
+
+impl AwsNames {
+    pub fn table(&self) -> Result<&str, String> {
+        self.table
+            .as_deref()
+            .ok_or_else(|| missing("WORKSPACE_TABLE"))
+    }
+
+    pub fn bucket(&self) -> Result<&str, String> {
+        self.bucket
+            .as_deref()
+            .ok_or_else(|| missing("WORKSPACE_BUCKET"))
+    }
+
+    pub fn event_bus(&self) -> Result<&str, String> {
+        self.event_bus
+            .as_deref()
+            .ok_or_else(|| missing("WORKSPACE_EVENT_BUS"))
+    }
+}
+
+/// The local server's own settings.
+#[derive(Debug, Clone)]
+pub struct LocalSettings {
+    /// `WORKSPACE_BACKEND`: `embedded` (default) or `aws`.
+    pub backend: Backend,
+    /// `WORKSPACE_ADDR` (default 127.0.0.1:8787).
+    pub addr: SocketAddr,
+    /// `WORKSPACE_DATA_DIR` (default ./.workspace-data): the database, keys, secrets.
+    pub data_dir: PathBuf,
+    /// `WORKSPACE_API_KEYS`, if set.
+    pub api_keys: Option<String>,
+    /// `WORKSPACE_PUBLIC_URL`: the base of locally signed URLs (default `http://<addr>`).
+    pub public_url: Option<String>,
+}
+
+/// JWT claim names the Lambda functions read identity from.
+#[derive(Debug, Clone)]
+pub struct ClaimNames {
+    pub tenant: String,
+    pub workspace: String,
+    pub principal: String,
+    pub scopes: String,
+}
+
+#[derive(Clone)]
+pub struct Settings {
+    pub limits: Limits,
+    pub redactor: Redactor,
+    /// `WORKSPACE_SNAPSHOT_TTL_SECONDS`, in ms.
+    pub snapshot_ttl_ms: i64,
+    /// `WORKSPACE_UPLOAD_URL_SECONDS`.
+    pub upload_url_seconds: u64,
+    pub blob_limits: BlobLimits,
+    pub cache_limits: CacheLimits,
+    pub session_limits: SessionLimits,
+    /// `WORKSPACE_SESSION_TOKEN_KEY`: signs session paging tokens (required on AWS).
+    pub session_token_key: Option<TokenKey>,
+    /// `WORKSPACE_ORPHAN_GRACE_SECONDS` (default 3600): how old an uncommitted body must
+    /// be before the sweeper removes it.
+    pub orphan_grace_seconds: u64,
+    pub aws: AwsNames,
+    pub claims: ClaimNames,
+    pub local: LocalSettings,
+}
+
+impl Settings {
+    /// From the process environment.
+    pub fn from_env() -> Result<Self, String> {
+        Self::from_source(|k| std::env::var(k).ok())
+    }
+
+    /// From `get` (tests pass a map).
+    pub fn from_source(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let or = |k: &str, d: &str| get(k).unwrap_or_else(|| d.to_owned());
+        let addr_text = or("WORKSPACE_ADDR", "127.0.0.1:8787");
+        let addr = addr_text.parse().map_err(|_| {
+            format!("WORKSPACE_ADDR must be host:port like 127.0.0.1:8787, got '{addr_text}'")
+        })?;
+        let backend = match get("WORKSPACE_BACKEND").as_deref().map(str::trim) {
+            None | Some("embedded") => Backend::Embedded,
+            Some("aws") => Backend::Aws,
+            Some(other) => {
+                return Err(format!(
+                    "WORKSPACE_BACKEND must be 'embedded' or 'aws', got '{other}'"
+                ))
+            }
+        };
+        let public_url = match get("WORKSPACE_PUBLIC_URL") {
+            None => None,
+            Some(u) if u.starts_with("http://") || u.starts_with("https://") => {
+                Some(u.trim().trim_end_matches('/').to_owned())
+            }
+            Some(u) => {
+                return Err(format!(
+                    "WORKSPACE_PUBLIC_URL must start with http:// or https://, got '{u}'"
+                ))
+            }
+        };
+        Ok(Self {
+            limits: e(limits_from_env(&get))?,
+            redactor: e(redactor_from_env(&get))?,
+            snapshot_ttl_ms: e(snapshot_ttl_ms_from_env(&get))?,
+            upload_url_seconds: e(upload_url_seconds_from_env(&get))?,
+            blob_limits: e(blob_limits_from_env(&get))?,
+            cache_limits: e(cache_limits_from_env(&get))?,
+            session_limits: e(session_limits_from_env(&get))?,
+            session_token_key: e(token_key_from_env(&get))?,
+            orphan_grace_seconds: e(env_u64(&get, "WORKSPACE_ORPHAN_GRACE_SECONDS", 3600))?,
+            aws: AwsNames {
+                table: get("WORKSPACE_TABLE"),
+                bucket: get("WORKSPACE_BUCKET"),
+                cache_table: get("WORKSPACE_CACHE_TABLE"),
+                blob_bucket: get("WORKSPACE_BLOB_S3_BUCKET"),
+                event_bus: get("WORKSPACE_EVENT_BUS"),
+            },
+            claims: ClaimNames {
+                tenant: or("WORKSPACE_TENANT_CLAIM", "tenant_id"),
+                workspace: or("WORKSPACE_WORKSPACE_CLAIM", "workspace_id"),
+                principal: or("WORKSPACE_PRINCIPAL_CLAIM", "sub"),
+                scopes: or("WORKSPACE_SCOPE_CLAIM", "scope"),
+            },
+            local: LocalSettings {
+                backend,
+                addr,
+                data_dir: or("WORKSPACE_DATA_DIR", "./.workspace-data").into(),
+                api_keys: get("WORKSPACE_API_KEYS"),
+                public_url,
+            },
+        })
+    }
+
+    /// What discovery advertises on AWS, where one function answers discovery and others
+    /// serve the families: a configured blob bucket (S3 presigns) and cache table.
+    pub fn advertised_on_aws(&self) -> workspace_http::Advertised {
+        workspace_http::Advertised {
+            blobs: self
+                .aws
+                .blob_bucket
+                .as_ref()
+                .map(|_| (self.blob_limits.clone(), true)),
+            cache: self.aws.cache_table.as_ref().map(|_| self.cache_limits),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(pairs: &[(&str, &str)]) -> Result<Settings, String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Settings::from_source(move |k| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn defaults_and_names() {
+        let s = from(&[]).unwrap();
+        assert_eq!(s.local.backend, Backend::Embedded);
+        assert_eq!(s.local.addr.to_string(), "127.0.0.1:8787");
+        assert_eq!(s.claims.tenant, "tenant_id");
+        assert_eq!(s.aws.table(), Err("WORKSPACE_TABLE must be set".to_owned()));
+        assert!(s.advertised_on_aws().blobs.is_none());
+        let s = from(&[
+            ("WORKSPACE_BACKEND", "aws"),
+            ("WORKSPACE_TABLE", "t"),
+            ("WORKSPACE_BLOB_S3_BUCKET", "b"),
+            ("WORKSPACE_TENANT_CLAIM", "org"),
+        ])
+        .unwrap();
+        assert_eq!(s.local.backend, Backend::Aws);
+        assert_eq!(s.aws.table(), Ok("t"));
+        assert_eq!(s.claims.tenant, "org");
+        assert!(s.advertised_on_aws().blobs.is_some());
+        assert!(s.advertised_on_aws().cache.is_none());
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        for (k, v) in [
+            ("WORKSPACE_BACKEND", "s3"),
+            ("WORKSPACE_ADDR", "nowhere"),
+            ("WORKSPACE_PUBLIC_URL", "ftp://x"),
+            ("WORKSPACE_MAX_FILES", "many"),
+            ("WORKSPACE_ORPHAN_GRACE_SECONDS", "-1"),
+        ] {
+            let err = from(&[(k, v)]).err().unwrap_or_default();
+            assert!(err.contains(k), "{k}={v}: {err}");
+        }
+    }
+}
