@@ -58,6 +58,13 @@ enum Command {
         #[command(subcommand)]
         action: SecretsAction,
     },
+    /// Create, idempotently, the AWS data plane template.yaml declares, on the endpoint the
+    /// standard AWS environment names (AWS_ENDPOINT_URL for an emulator): the table with
+    /// its stream and TTL (WORKSPACE_TABLE), the versioned bodies bucket
+    /// (WORKSPACE_BUCKET), and where named the cache table (WORKSPACE_CACHE_TABLE), blob
+    /// bucket (WORKSPACE_BLOB_S3_BUCKET) and event bus (WORKSPACE_EVENT_BUS). Prints what
+    /// it created or found. Then `WORKSPACE_BACKEND=aws workspace-local` serves on them.
+    Provision,
     /// Erase workspaces idle longer than WORKSPACE_PURGE_AFTER_DAYS (default 90): files,
     /// versions, artifacts, sessions. Stop the server first (the database admits one
     /// process).
@@ -141,6 +148,7 @@ async fn main() {
             .await
         }
         Some(Command::Purge { dry_run }) => sessions::purge(dry_run).await,
+        Some(Command::Provision) => provision().await,
     };
     if let Err(e) = result {
         eprintln!("workspace-local: {e}");
@@ -222,6 +230,13 @@ pub(crate) fn emit(lines: &[String]) {
         }
     }
     let _ = out.flush();
+}
+
+/// `workspace-local provision`: the AWS data plane, created or found.
+async fn provision() -> Result<(), String> {
+    let aws = Aws::connect(Settings::from_env()?).await;
+    emit(&aws.provision().await?);
+    Ok(())
 }
 
 /// `workspace-local mcp`: the tools on stdin/stdout over the configured backend.

@@ -88,7 +88,42 @@ pub struct Harness {
     pub bodies: Arc<dyn BodyStore>,
     pub secrets: Arc<dyn SecretStore>,
     pub clock: Arc<ManualClock>,
+    /// Where requests go instead of `app`: a server process over the same stores (see
+    /// [`Harness::over_http`]), and what keeps it running.
+    remote: Option<(String, Box<dyn Any + Send + Sync>)>,
     _guard: Box<dyn Any + Send + Sync>,
+}
+
+/// The callers every case uses: key, tenant, workspace (`None`: tenant-wide, naming its
+/// workspace in `X-Workspace-Id`), principal, and whether it may write.
+pub const IDENTITIES: &[(&str, &str, Option<&str>, &str, bool)] = &[
+    (KEY_A, "acme", Some("main"), "alice", true),
+    (KEY_EVIL, "acme-evil", Some("main"), "mallory", true),
+    (KEY_OTHER, "acme", Some("other"), "olga", true),
+    (KEY_TENANT, "acme", None, "tenant-admin", true),
+    (KEY_READ_ONLY, "acme", Some("main"), "reader", false),
+];
+
+/// [`IDENTITIES`] as managed key records, for a server process that reads its keys from a
+/// key store.
+pub fn managed_keys() -> Vec<workspace_core::keys::ManagedKey> {
+    IDENTITIES
+        .iter()
+        .enumerate()
+        .map(
+            |(i, (key, tenant, workspace, principal, write))| workspace_core::keys::ManagedKey {
+                id: format!("contract{i}"),
+                digest: workspace_core::keys::key_digest(key),
+                tenant: (*tenant).to_owned(),
+                workspace: workspace.map(str::to_owned),
+                principal: (*principal).to_owned(),
+                read: true,
+                write: *write,
+                created_at: 0,
+                revoked_at: None,
+            },
+        )
+        .collect()
 }
 
 /// A response, decoded.
@@ -174,6 +209,9 @@ impl Call<'_> {
 
     pub async fn send(self) -> Reply {
         let req = self.builder.body(self.body).expect("valid test request");
+        if let Some((base, _)) = &self.h.remote {
+            return over_http(base, req).await;
+        }
         let resp = self.h.app.handle(req, PathForm::Encoded).await;
         let (parts, body) = resp.into_parts();
         Reply {
@@ -181,6 +219,25 @@ impl Call<'_> {
             headers: parts.headers,
             body,
         }
+    }
+}
+
+/// `req` sent to the server at `base` (reqwest resolves dot segments in the path, so the
+/// cases sent this way name only plain paths).
+async fn over_http(base: &str, req: Request<Bytes>) -> Reply {
+    let (parts, body) = req.into_parts();
+    let url = format!("{base}{}", parts.uri);
+    let mut out = reqwest::Client::new()
+        .request(parts.method, &url)
+        .body(body.to_vec());
+    for (name, value) in &parts.headers {
+        out = out.header(name, value);
+    }
+    let resp = out.send().await.expect("the server answers");
+    Reply {
+        status: resp.status(),
+        headers: resp.headers().clone(),
+        body: resp.bytes().await.expect("response body"),
     }
 }
 
@@ -227,21 +284,22 @@ impl Harness {
 
     pub async fn with_limits(backend: Backend, limits: Limits) -> Self {
         let mut keys = ApiKeys::default();
-        keys.add(KEY_A, scope("acme", "main"), "alice".into());
-        keys.add(KEY_EVIL, scope("acme-evil", "main"), "mallory".into());
-        keys.add(KEY_OTHER, scope("acme", "other"), "olga".into());
-        keys.add_tenant_wide(
-            KEY_TENANT,
-            workspace_core::TenantId::parse("acme").expect("tenant"),
-            "tenant-admin".into(),
-            workspace_core::Access::READ_WRITE,
-        );
-        keys.add_with_access(
-            KEY_READ_ONLY,
-            scope("acme", "main"),
-            "reader".into(),
-            workspace_core::Access::READ_ONLY,
-        );
+        for (key, tenant, workspace, principal, write) in IDENTITIES {
+            let access = if *write {
+                workspace_core::Access::READ_WRITE
+            } else {
+                workspace_core::Access::READ_ONLY
+            };
+            match workspace {
+                Some(w) => keys.add_with_access(key, scope(tenant, w), (*principal).into(), access),
+                None => keys.add_tenant_wide(
+                    key,
+                    workspace_core::TenantId::parse(tenant).expect("tenant"),
+                    (*principal).into(),
+                    access,
+                ),
+            }
+        }
         let clock = Arc::new(ManualClock(AtomicI64::new(SystemClock.now_ms())));
         let service = WorkspaceService::new(
             backend.meta.clone(),
@@ -263,8 +321,17 @@ impl Harness {
             bodies: backend.bodies,
             secrets: backend.secrets,
             clock,
+            remote: None,
             _guard: backend.guard,
         }
+    }
+
+    /// Sends every request to the server at `base` (a real process over the same stores as
+    /// this harness's backend, holding [`IDENTITIES`]) instead of the in-process app;
+    /// `guard` keeps that server running for the harness's life.
+    pub fn over_http(mut self, base: String, guard: Box<dyn Any + Send + Sync>) -> Self {
+        self.remote = Some((base, guard));
+        self
     }
 
     /// Rebuilds the app around the same stores (a suite serving more routes attaches its
@@ -276,6 +343,7 @@ impl Harness {
             bodies,
             secrets,
             clock,
+            remote,
             _guard,
         } = self;
         let app = match Arc::try_unwrap(app) {
@@ -288,6 +356,7 @@ impl Harness {
             bodies,
             secrets,
             clock,
+            remote,
             _guard,
         }
     }

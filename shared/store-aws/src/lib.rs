@@ -26,6 +26,8 @@ pub mod items;
 pub mod keys;
 #[cfg(feature = "dynamodb")]
 pub mod keys_table;
+#[cfg(all(feature = "s3", feature = "dynamodb", feature = "eventbridge"))]
+pub mod provision;
 #[cfg(all(feature = "eventbridge", feature = "s3"))]
 pub mod publisher;
 #[cfg(feature = "s3")]

@@ -3,13 +3,9 @@
 //! port and exports its URL as `WORKSPACE_TEST_MOTO_URL` (and stops it afterwards). Each
 //! test makes its own bucket and table, so tests share the server without sharing state.
 
+use crate::provision::{self, Stream};
 use crate::AwsClients;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    StreamSpecification, StreamViewType,
-};
-use aws_sdk_s3::types::{BucketVersioningStatus, VersioningConfiguration};
 use aws_smithy_runtime_api::client::interceptors::SharedInterceptor;
 
 pub fn moto_url() -> String {
@@ -46,59 +42,6 @@ pub fn unique(prefix: &str) -> String {
     )
 }
 
-/// A versioned bucket named `bucket`, as the template declares both of ours.
-async fn versioned_bucket(setup: &AwsClients, bucket: &str) {
-    setup
-        .s3
-        .create_bucket()
-        .bucket(bucket)
-        .send()
-        .await
-        .expect("create bucket");
-    setup
-        .s3
-        .put_bucket_versioning()
-        .bucket(bucket)
-        .versioning_configuration(
-            VersioningConfiguration::builder()
-                .status(BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .expect("enable versioning");
-}
-
-/// A table keyed by `pk` (hash) and `sk` (range), the shape of every table of ours.
-fn pk_sk_table(
-    setup: &AwsClients,
-    table: &str,
-) -> aws_sdk_dynamodb::operation::create_table::builders::CreateTableFluentBuilder {
-    let key = |name: &str, kt: KeyType| {
-        KeySchemaElement::builder()
-            .attribute_name(name)
-            .key_type(kt)
-            .build()
-            .unwrap()
-    };
-    let attr = |name: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .unwrap()
-    };
-    setup
-        .dynamodb
-        .create_table()
-        .table_name(table)
-        .billing_mode(BillingMode::PayPerRequest)
-        .key_schema(key("pk", KeyType::Hash))
-        .key_schema(key("sk", KeyType::Range))
-        .attribute_definitions(attr("pk"))
-        .attribute_definitions(attr("sk"))
-}
-
 pub struct Env {
     pub clients: AwsClients,
     pub bucket: String,
@@ -113,19 +56,12 @@ pub async fn fresh(interceptor: Option<SharedInterceptor>) -> Env {
     let setup = AwsClients::from_sdk_config(&conf, None);
     let bucket = unique("ws-bodies");
     let table = unique("ws-meta");
-    versioned_bucket(&setup, &bucket).await;
-    let out = pk_sk_table(&setup, &table)
-        .stream_specification(
-            StreamSpecification::builder()
-                .stream_enabled(true)
-                .stream_view_type(StreamViewType::NewAndOldImages)
-                .build()
-                .unwrap(),
-        )
-        .send()
+    provision::bucket(&setup.s3, &bucket)
+        .await
+        .expect("create bucket");
+    let (_, stream_arn) = provision::table(&setup.dynamodb, &table, Stream::NewAndOldImages)
         .await
         .expect("create table");
-    let stream_arn = out.table_description.and_then(|d| d.latest_stream_arn);
     Env {
         clients,
         bucket,
@@ -329,9 +265,10 @@ pub async fn fresh_capabilities() -> CapabilityEnv {
     let setup = AwsClients::from_sdk_config(&sdk_config(), None);
     let blob_bucket = unique("ws-blobs");
     let cache_table = unique("ws-cache");
-    versioned_bucket(&setup, &blob_bucket).await;
-    pk_sk_table(&setup, &cache_table)
-        .send()
+    provision::bucket(&setup.s3, &blob_bucket)
+        .await
+        .expect("create blob bucket");
+    provision::table(&setup.dynamodb, &cache_table, Stream::None)
         .await
         .expect("create cache table");
     CapabilityEnv {

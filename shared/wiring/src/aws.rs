@@ -3,8 +3,10 @@
 //! function enables the features of the clients it calls (`fn-snapshots`: DynamoDB alone).
 
 use crate::Settings;
+use std::any::Any;
 #[allow(unused_imports)]
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::Mutex;
 use workspace_store_aws::AwsConfig;
 
 /// The AWS side of one process.
@@ -19,12 +21,11 @@ pub struct Aws {
         allow(dead_code)
     )]
     config: AwsConfig,
-    #[cfg(feature = "aws-s3")]
-    s3: OnceLock<aws_sdk_s3::Client>,
-    #[cfg(feature = "aws-dynamodb")]
-    dynamodb: OnceLock<aws_sdk_dynamodb::Client>,
-    #[cfg(feature = "aws-eventbridge")]
-    eventbridge: OnceLock<aws_sdk_eventbridge::Client>,
+    /// The clients built so far, one per type. Held type-erased, so a binary links the
+    /// code of only the clients it builds: `sam build` compiles every function with the
+    /// features of the whole workspace, and a typed field per client would pull each
+    /// client's drop glue into every function.
+    clients: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
 }
 
 impl Aws {
@@ -37,13 +38,27 @@ impl Aws {
         Self {
             settings,
             config,
-            #[cfg(feature = "aws-s3")]
-            s3: OnceLock::new(),
-            #[cfg(feature = "aws-dynamodb")]
-            dynamodb: OnceLock::new(),
-            #[cfg(feature = "aws-eventbridge")]
-            eventbridge: OnceLock::new(),
+            clients: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The client of type `C`, built by `build` the first time it is asked for.
+    #[cfg_attr(
+        not(any(
+            feature = "aws-s3",
+            feature = "aws-dynamodb",
+            feature = "aws-eventbridge"
+        )),
+        allow(dead_code)
+    )]
+    fn client<C: Clone + Send + Sync + 'static>(&self, build: impl FnOnce() -> C) -> C {
+        let mut held = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = held.iter().find_map(|c| c.downcast_ref::<C>()) {
+            return c.clone();
+        }
+        let c = build();
+        held.push(Box::new(c.clone()));
+        c
     }
 }
 
@@ -62,7 +77,7 @@ mod dynamodb {
 
     impl Aws {
         pub fn dynamodb(&self) -> aws_sdk_dynamodb::Client {
-            self.dynamodb.get_or_init(|| self.config.dynamodb()).clone()
+            self.client(|| self.config.dynamodb())
         }
 
         fn table(&self) -> Result<String, String> {
@@ -105,7 +120,7 @@ mod s3 {
 
     impl Aws {
         pub fn s3(&self) -> aws_sdk_s3::Client {
-            self.s3.get_or_init(|| self.config.s3()).clone()
+            self.client(|| self.config.s3())
         }
 
         pub fn s3_bodies(&self) -> Result<S3Bodies, String> {
@@ -127,9 +142,7 @@ mod s3 {
 #[cfg(feature = "aws-eventbridge")]
 impl Aws {
     pub fn eventbridge(&self) -> aws_sdk_eventbridge::Client {
-        self.eventbridge
-            .get_or_init(|| self.config.eventbridge())
-            .clone()
+        self.client(|| self.config.eventbridge())
     }
 }
 
@@ -180,5 +193,70 @@ impl Aws {
             ),
             bodies: self.s3_bodies()?,
         })
+    }
+}
+
+#[cfg(all(
+    feature = "aws-s3",
+    feature = "aws-dynamodb",
+    feature = "aws-eventbridge"
+))]
+impl Aws {
+    /// Creates what the settings name, idempotently (`workspace-local provision`): the
+    /// table (with its stream) and bodies bucket, which are required, and the cache table,
+    /// blob bucket and event bus where named. One line per resource: created, found, or
+    /// skipped (and why).
+    pub async fn provision(&self) -> Result<Vec<String>, String> {
+        use workspace_store_aws::provision::{self, Stream};
+        let names = &self.settings.aws;
+        let e = |r: workspace_core::WorkspaceError| r.to_string();
+        let mut lines = Vec::new();
+        let (outcome, _) =
+            provision::table(&self.dynamodb(), names.table()?, Stream::NewAndOldImages)
+                .await
+                .map_err(e)?;
+        lines.push(format!(
+            "{outcome} table {} (WORKSPACE_TABLE; stream, TTL on expiresAt)",
+            names.table()?
+        ));
+        let outcome = provision::bucket(&self.s3(), names.bucket()?)
+            .await
+            .map_err(e)?;
+        lines.push(format!(
+            "{outcome} bucket {} (WORKSPACE_BUCKET; versioned)",
+            names.bucket()?
+        ));
+        match &names.cache_table {
+            Some(t) => {
+                let (outcome, _) = provision::table(&self.dynamodb(), t, Stream::None)
+                    .await
+                    .map_err(e)?;
+                lines.push(format!(
+                    "{outcome} cache table {t} (WORKSPACE_CACHE_TABLE; TTL on expiresAt)"
+                ));
+            }
+            None => lines.push("skipped the cache table: WORKSPACE_CACHE_TABLE is not set".into()),
+        }
+        match &names.blob_bucket {
+            Some(b) => {
+                let outcome = provision::bucket(&self.s3(), b).await.map_err(e)?;
+                lines.push(format!(
+                    "{outcome} blob bucket {b} (WORKSPACE_BLOB_S3_BUCKET; versioned)"
+                ));
+            }
+            None => {
+                lines.push("skipped the blob bucket: WORKSPACE_BLOB_S3_BUCKET is not set".into())
+            }
+        }
+        match &names.event_bus {
+            Some(bus) => {
+                let outcome = provision::event_bus(&self.eventbridge(), bus)
+                    .await
+                    .map_err(e)?;
+                lines.push(format!("{outcome} event bus {bus} (WORKSPACE_EVENT_BUS)"));
+            }
+            None => lines.push("skipped the event bus: WORKSPACE_EVENT_BUS is not set".into()),
+        }
+        Ok(lines)
     }
 }

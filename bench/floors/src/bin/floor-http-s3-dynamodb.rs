@@ -1,0 +1,9 @@
+//! Floor: http with s3 dynamodb (see the crate docs).
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    let conf = lambda_floors::config().await;
+    let s3 = aws_sdk_s3::Client::new(&conf);
+    let dynamodb = aws_sdk_dynamodb::Client::new(&conf);
+    lambda_floors::serve_http((s3, dynamodb)).await
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Size and init time of every Lambda function against its floor.
+
+A function's floor (bench/floors) builds the same AWS clients the function builds and
+answers 200: what the function cannot be smaller, or start faster, than. For each function
+this prints the arm64 zip that `sam build` ships (built the way SAM builds it:
+`cargo lambda build --release --arm64 --bin <fn>` at the workspace root), the AWS SDK
+crates in its dependency tree, and its init time under a fake Lambda Runtime API (spawn to
+the first `GET .../runtime/invocation/next`, median of --runs, function and floor
+interleaved in one run) on the x86_64 release build of the same profile.
+
+    .venv/bin/python bench/lambda_size.py            # build, measure, print the table
+    .venv/bin/python bench/lambda_size.py --no-build # measure what was built before
+
+Needs cargo-lambda and ziglang (tests/run.sh installs both into .venv) and the
+aarch64-unknown-linux-gnu Rust target (cargo-lambda adds it). A benchmark, not a test:
+it measures and reports; the targets are printed beside the numbers.
+"""
+
+import argparse
+import http.server
+import json
+import os
+import socketserver
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ARM_DIR = ROOT / "target" / "bench-lambda" / "arm64"
+SDKS = ["s3", "dynamodb", "eventbridge"]
+# Targets from the issue: zip and init within these ratios of the floor, and absolute caps.
+ZIP_RATIO, INIT_RATIO = 1.15, 1.10
+CAP_S3_DYNAMODB, CAP_DYNAMODB = 3.0e6, 2.7e6
+
+
+def run(cmd, **kw):
+    print("+", " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, cwd=ROOT, check=True, **kw)
+
+
+def functions():
+    return sorted("fn-" + p.name for p in (ROOT / "functions").iterdir() if (p / "Cargo.toml").exists())
+
+
+def tree(package):
+    out = subprocess.run(
+        ["cargo", "tree", "-p", package, "-e", "normal", "--prefix", "none"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout
+    return {line.split(" ")[0] for line in out.splitlines() if line}
+
+
+def floor_of(crates):
+    """The floor that builds the same clients with the same runtime crate."""
+    sdks = [s for s in SDKS if f"aws-sdk-{s}" in crates]
+    kind = "http" if "lambda_http" in crates else "events"
+    return "floor-" + "-".join([kind] + sdks), sdks
+
+
+def build(binaries):
+    for b in binaries:
+        run(["cargo", "lambda", "build", "--release", "--arm64", "--output-format", "zip",
+             "--lambda-dir", str(ARM_DIR), "--bin", b])
+    # x86_64, same profile, for init times on this machine.
+    cmd = ["cargo", "build", "--release"]
+    for b in binaries:
+        cmd += ["--bin", b]
+    run(cmd)
+
+
+class Runtime(http.server.BaseHTTPRequestHandler):
+    """Just enough of the Lambda Runtime API to see a bootstrap ask for its first event."""
+
+    first_next = None
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        if self.path.endswith("/runtime/invocation/next") and Runtime.first_next is None:
+            Runtime.first_next = time.perf_counter()
+        # Never answer: the process is killed once it has asked.
+
+    def log_message(self, *args):
+        pass
+
+
+def init_ms(binary, port):
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{port}",
+        "AWS_LAMBDA_FUNCTION_NAME": binary,
+        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
+        "AWS_LAMBDA_LOG_GROUP_NAME": "bench",
+        "AWS_LAMBDA_LOG_STREAM_NAME": "bench",
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "RUST_LOG": "warn",
+        "WORKSPACE_TABLE": "t",
+        "WORKSPACE_BUCKET": "b",
+        "WORKSPACE_CACHE_TABLE": "c",
+        "WORKSPACE_BLOB_S3_BUCKET": "bb",
+        "WORKSPACE_EVENT_BUS": "e",
+        "WORKSPACE_SESSION_TOKEN_KEY": "bench-session-token-key-0123456789abcdef",
+    }
+    Runtime.first_next = None
+    start = time.perf_counter()
+    proc = subprocess.Popen([str(ROOT / "target" / "release" / binary)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = start + 10
+        while Runtime.first_next is None:
+            if proc.poll() is not None:
+                raise SystemExit(f"{binary} exited ({proc.returncode}) before asking for an event")
+            if time.perf_counter() > deadline:
+                raise SystemExit(f"{binary} never asked for an event")
+            time.sleep(0.0002)
+        return (Runtime.first_next - start) * 1000
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--no-build", action="store_true", help="measure the binaries built before")
+    ap.add_argument("--runs", type=int, default=15, help="init samples per binary (median)")
+    args = ap.parse_args()
+
+    rows = []
+    for fn in functions():
+        crates = tree(fn)
+        floor, sdks = floor_of(crates)
+        rows.append({"fn": fn, "floor": floor, "sdks": sdks,
+                     "sdk_crates": sorted(c for c in crates if c.startswith("aws-sdk-"))})
+    binaries = sorted({r["fn"] for r in rows} | {r["floor"] for r in rows})
+    if not args.no_build:
+        build(binaries)
+
+    size = {b: (ARM_DIR / b / "bootstrap.zip").stat().st_size for b in binaries}
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Runtime)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    samples = {b: [] for b in binaries}
+    for _ in range(args.runs):
+        for b in binaries:  # interleaved, so drift hits function and floor alike
+            samples[b].append(init_ms(b, port))
+    server.shutdown()
+    init = {b: statistics.median(v) for b, v in samples.items()}
+
+    ok = True
+    print("| function | arm64 zip | floor | floor zip | zip ratio | AWS SDK crates | init ms | floor init ms | init ratio |")
+    print("|---|---:|---|---:|---:|---|---:|---:|---:|")
+    for r in rows:
+        f, fl = r["fn"], r["floor"]
+        zr, ir = size[f] / size[fl], init[f] / init[fl]
+        cap = CAP_S3_DYNAMODB if r["sdks"] == ["s3", "dynamodb"] else CAP_DYNAMODB if r["sdks"] == ["dynamodb"] else None
+        good = zr <= ZIP_RATIO and ir <= INIT_RATIO and (cap is None or size[f] <= cap)
+        ok &= good
+        print(f"| {f} | {size[f] / 1e6:.2f} MB | {fl} | {size[fl] / 1e6:.2f} MB | {zr:.2f} | "
+              f"{', '.join(r['sdk_crates'])} | {init[f]:.1f} | {init[fl]:.1f} | {ir:.2f}{'' if good else ' ✗'} |")
+    print(f"\ntargets: zip ≤ {ZIP_RATIO}× floor, init ≤ {INIT_RATIO}× floor, "
+          f"S3+DynamoDB ≤ {CAP_S3_DYNAMODB / 1e6} MB, DynamoDB-only ≤ {CAP_DYNAMODB / 1e6} MB; "
+          f"{'all met' if ok else 'some missed (✗)'}")
+    print(json.dumps({"zipBytes": size, "initMsMedian": init}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
