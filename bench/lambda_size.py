@@ -54,10 +54,12 @@ def tree(package):
     return {line.split(" ")[0] for line in out.splitlines() if line}
 
 
-def floor_of(crates):
-    """The floor that builds the same clients with the same runtime crate."""
+def floor_of(fn, crates):
+    """The floor that builds the same clients under the same runtime crate (lambda_http for
+    API Gateway events, lambda_runtime for the rest, as the function's manifest says)."""
     sdks = [s for s in SDKS if f"aws-sdk-{s}" in crates]
-    kind = "http" if "lambda_http" in crates else "events"
+    manifest = (ROOT / "functions" / fn.removeprefix("fn-") / "Cargo.toml").read_text()
+    kind = "http" if "lambda_http" in manifest else "events"
     return "floor-" + "-".join([kind] + sdks), sdks
 
 
@@ -134,10 +136,10 @@ def main():
     rows = []
     for fn in functions():
         crates = tree(fn)
-        floor, sdks = floor_of(crates)
+        floor, sdks = floor_of(fn, crates)
         rows.append({"fn": fn, "floor": floor, "sdks": sdks,
                      "sdk_crates": sorted(c for c in crates if c.startswith("aws-sdk-"))})
-    binaries = sorted({r["fn"] for r in rows} | {r["floor"] for r in rows})
+    binaries = [r["fn"] for r in rows] + sorted({r["floor"] for r in rows})
     if not args.no_build:
         build(binaries)
 

@@ -1,33 +1,25 @@
-//! Every recorded event in `events/` through the real function binary: `cargo lambda watch`
-//! runs the functions (built from this workspace) against the moto emulator, and
-//! `cargo lambda invoke` sends each event. `tests/run.sh` puts cargo-lambda on PATH and
-//! starts moto.
+//! Every recorded event in `events/` through the real function binaries, the way
+//! `sam local invoke <Fn> -e events/<file> --env-vars events/env.json` runs them (without
+//! Docker): each function's bootstrap under the Lambda Runtime Interface Emulator that ships
+//! inside aws-sam-cli, with the environment SAM's own code computes from template.yaml and
+//! `events/env.json` (`tests/sam_local_env.py`), against the moto emulator. Only the
+//! endpoint's port and the resource names in `env.json` are changed (to this test's moto
+//! and its fresh table, bucket and bus). The bootstraps are this host's builds of the
+//! same binaries `sam build` makes for arm64.
 
 use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use workspace_core::keys::KeyStore;
+use workspace_store_aws::keys_table::DynamoKeys;
 use workspace_store_aws::testing;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// `cargo lambda watch` and the functions it starts, stopped (whole process group) on drop.
-struct Watch {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let pgid = format!("-{}", self.child.id());
-        let _ = Command::new("kill").args(["-TERM", "--", &pgid]).status();
-        std::thread::sleep(Duration::from_millis(300));
-        let _ = Command::new("kill").args(["-KILL", "--", &pgid]).status();
-        let _ = self.child.wait();
-    }
 }
 
 fn free_port() -> u16 {
@@ -37,145 +29,250 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
-fn start_watch(env: &[(&str, String)]) -> Watch {
-    use std::os::unix::process::CommandExt;
-    let port = free_port();
-    let child = Command::new("cargo")
+/// One function under the Runtime Interface Emulator, stopped (with its bootstrap) on drop.
+struct Emulated {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Emulated {
+    fn drop(&mut self) {
+        let pgid = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &pgid]).status();
+        let _ = self.child.wait();
+    }
+}
+
+/// The functions of template.yaml as `sam local invoke` would run them with `env_json`.
+struct Sam {
+    rie: PathBuf,
+    functions: HashMap<String, (String, HashMap<String, String>)>,
+}
+
+fn sam_local(env_json: &Path) -> Sam {
+    let python = root().join(".venv/bin/python");
+    let out = Command::new(&python)
         .current_dir(root())
-        .args(["lambda", "watch", "--quiet", "--ignore-changes"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", std::env::temp_dir())
+        .env("SAM_CLI_TELEMETRY", "0")
+        .args(["tests/sam_local_env.py", "template.yaml"])
+        .arg(env_json)
+        .output()
+        .expect("tests/run.sh installs aws-sam-cli into .venv");
+    assert!(
+        out.status.success(),
+        "sam_local_env.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON from sam_local_env.py");
+    let functions = v["functions"]
+        .as_object()
+        .expect("functions")
+        .iter()
+        .map(|(id, f)| {
+            let env = f["env"]
+                .as_object()
+                .expect("env")
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect();
+            let binary = f["binary"].as_str().expect("BuildProperties.Binary");
+            (id.clone(), (binary.to_owned(), env))
+        })
+        .collect();
+    Sam {
+        rie: PathBuf::from(v["rie"].as_str().expect("rie")),
+        functions,
+    }
+}
+
+/// Builds every function's bootstrap for this host (the test's own target directory).
+fn build_bootstraps(sam: &Sam) -> PathBuf {
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(root()).args(["build", "--quiet"]);
+    for (binary, _) in sam.functions.values() {
+        cmd.args(["--bin", binary]);
+    }
+    assert!(cmd.status().expect("cargo build").success(), "cargo build");
+    // This test runs from <target>/debug/deps.
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/debug")
+        .to_owned()
+}
+
+fn emulate(sam: &Sam, logical_id: &str, bin_dir: &Path) -> Emulated {
+    use std::os::unix::process::CommandExt;
+    let (binary, env) = &sam.functions[logical_id];
+    let port = free_port();
+    // Each emulator also serves its bootstrap a Runtime API, on a port of its own.
+    let child = Command::new(&sam.rie)
         .args([
-            "--invoke-address",
-            "127.0.0.1",
-            "--invoke-port",
-            &port.to_string(),
+            "--runtime-interface-emulator-address",
+            &format!("127.0.0.1:{port}"),
+            "--runtime-api-address",
+            &format!("127.0.0.1:{}", free_port()),
         ])
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .arg(bin_dir.join(binary))
+        .env_clear()
+        .envs(env)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
-        .expect("`cargo lambda` is on PATH (tests/run.sh installs it into .venv)");
-    let watch = Watch { child, port };
-    let deadline = Instant::now() + Duration::from_secs(60);
+        .expect("the emulator from aws-sam-cli");
+    let emulated = Emulated { child, port };
+    let deadline = Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "cargo lambda watch never listened"
-        );
-        std::thread::sleep(Duration::from_millis(100));
+        assert!(Instant::now() < deadline, "the emulator never listened");
+        std::thread::sleep(Duration::from_millis(50));
     }
-    watch
+    emulated
 }
 
-/// Invokes `function` with `events/<file>` and returns the function's JSON answer.
-fn invoke(watch: &Watch, function: &str, file: &str) -> Value {
-    invoke_path(watch, function, &format!("events/{file}"))
-}
-
-/// Invokes `function` with a recorded event changed by `edit` (written to `target/`).
-fn invoke_edited(watch: &Watch, function: &str, file: &str, edit: impl Fn(&mut Value)) -> Value {
+fn event_file(file: &str) -> Value {
     let text = std::fs::read_to_string(root().join("events").join(file)).expect("event file");
-    let mut event: Value = serde_json::from_str(&text).expect("event JSON");
-    edit(&mut event);
-    let path = root()
-        .join("target")
-        .join(format!("edited-{function}-{file}"));
-    std::fs::write(&path, event.to_string()).expect("write edited event");
-    invoke_path(watch, function, &path.to_string_lossy())
+    serde_json::from_str(&text).expect("event JSON")
 }
 
-fn invoke_path(watch: &Watch, function: &str, data_file: &str) -> Value {
-    let out = Command::new("cargo")
-        .current_dir(root())
-        .args([
-            "lambda",
-            "invoke",
-            function,
-            "--invoke-address",
-            "127.0.0.1",
-        ])
-        .args(["--invoke-port", &watch.port.to_string()])
-        .args(["--data-file", data_file])
-        .output()
-        .expect("cargo lambda invoke");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "invoke {function} {data_file} failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+/// The events sent so far, to prove every recorded event was.
+static SENT: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+async fn invoke_event(e: &Emulated, event: &Value) -> Value {
+    let url = format!(
+        "http://127.0.0.1:{}/2015-03-31/functions/function/invocations",
+        e.port
     );
-    serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("{function} {data_file}: {e}: {stdout}"))
+    let resp = reqwest::Client::new()
+        .post(url)
+        .body(event.to_string())
+        .send()
+        .await
+        .expect("the emulator answers");
+    let text = resp.text().await.expect("answer body");
+    serde_json::from_str(&text).unwrap_or_else(|err| panic!("{err}: {text}"))
 }
+
+/// Sends `events/<file>` to the function.
+async fn invoke(e: &Emulated, file: &str) -> Value {
+    invoke_edited(e, file, |_| {}).await
+}
+
+/// Sends `events/<file>` changed by `edit`.
+async fn invoke_edited(e: &Emulated, file: &str, edit: impl Fn(&mut Value)) -> Value {
+    SENT.lock().unwrap().insert(file.to_owned());
+    let mut event = event_file(file);
+    edit(&mut event);
+    invoke_event(e, &event).await
+}
+
+/// `events/<file>` with the sample workspace id replaced by `id`.
+async fn invoke_for(e: &Emulated, file: &str, id: &str) -> Value {
+    SENT.lock().unwrap().insert(file.to_owned());
+    let text = std::fs::read_to_string(root().join("events").join(file)).expect("event file");
+    let event = serde_json::from_str(&text.replace(SAMPLE_ID, id)).expect("event JSON");
+    invoke_event(e, &event).await
+}
+
+const SAMPLE_ID: &str = "ws-0123456789abcdef0123456789abcdef";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_recorded_event_runs_through_its_function_binary() {
     let env = testing::fresh(None).await;
     let observed = testing::observed_bus().await;
     let caps = testing::fresh_capabilities().await;
-    let settings = vec![
-        ("AWS_ENDPOINT_URL", testing::moto_url()),
-        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
-        ("AWS_REGION", "us-east-1".to_owned()),
-        ("WORKSPACE_TABLE", env.table.clone()),
-        ("WORKSPACE_BUCKET", env.bucket.clone()),
-        ("WORKSPACE_EVENT_BUS", observed.bus.clone()),
-        ("WORKSPACE_ORPHAN_GRACE_SECONDS", "3600".to_owned()),
-        ("WORKSPACE_CACHE_TABLE", caps.cache_table.clone()),
-        ("WORKSPACE_BLOB_S3_BUCKET", caps.blob_bucket.clone()),
-        (
-            "WORKSPACE_SESSION_TOKEN_KEY",
-            "test-session-token-key-0123456789abcdef".to_owned(),
-        ),
-    ];
-    let watch = tokio::task::spawn_blocking(move || start_watch(&settings))
-        .await
-        .unwrap();
-    let w = &watch;
+    // events/env.json as committed, pointed at this test's emulator and resources.
+    let mut overrides: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("events/env.json")).unwrap())
+            .expect("events/env.json");
+    let p = &mut overrides["Parameters"];
+    assert!(
+        p["AWS_ENDPOINT_URL"].is_string(),
+        "env.json names the emulator"
+    );
+    p["AWS_ENDPOINT_URL"] = testing::moto_url().into();
+    p["WORKSPACE_TABLE"] = env.table.clone().into();
+    p["WORKSPACE_BUCKET"] = env.bucket.clone().into();
+    p["WORKSPACE_CACHE_TABLE"] = caps.cache_table.clone().into();
+    p["WORKSPACE_BLOB_S3_BUCKET"] = caps.blob_bucket.clone().into();
+    p["WORKSPACE_EVENT_BUS"] = observed.bus.clone().into();
+    let env_json = root()
+        .join("target")
+        .join(format!("env-{}.json", std::process::id()));
+    std::fs::write(&env_json, overrides.to_string()).unwrap();
+    let (sam, bin_dir) = tokio::task::spawn_blocking(move || {
+        let sam = sam_local(&env_json);
+        let bin_dir = build_bootstraps(&sam);
+        (sam, bin_dir)
+    })
+    .await
+    .unwrap();
+    let f = |id: &str| emulate(&sam, id, &bin_dir);
+    let (get_fn, list_fn, put_fn, delete_fn) = (
+        f("GetFunction"),
+        f("ListFunction"),
+        f("PutFunction"),
+        f("DeleteFunction"),
+    );
+    let (snapshots_fn, mcp_fn, cache_fn, blob_fn) = (
+        f("SnapshotsFunction"),
+        f("McpFunction"),
+        f("CacheFunction"),
+        f("BlobFunction"),
+    );
+    let (publish_fn, sweep_fn, purge_fn, workspaces_fn, authorizer_fn) = (
+        f("PublishFunction"),
+        f("SweepFunction"),
+        f("PurgeFunction"),
+        f("WorkspacesFunction"),
+        f("AuthorizerFunction"),
+    );
 
     let status = |v: &Value| v["statusCode"].as_u64().unwrap_or_default();
     let body = |v: &Value| -> Value {
         serde_json::from_str(v["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null)
     };
 
-    let put = invoke(w, "fn-put", "put-file.json");
+    let put = invoke(&put_fn, "put-file.json").await;
     assert_eq!(status(&put), 200, "{put}");
     assert_eq!(body(&put)["version"], 1);
-    let get = invoke(w, "fn-get", "get-file.json");
+    let get = invoke(&get_fn, "get-file.json").await;
     assert_eq!(
         (status(&get), body(&get)["content"].as_str()),
         (200, Some("hello")),
         "{get}"
     );
-    let list = invoke(w, "fn-list", "list-files.json");
+    let list = invoke(&list_fn, "list-files.json").await;
     assert_eq!(status(&list), 200, "{list}");
     assert_eq!(body(&list)["files"][0]["path"], "notes/today.md");
-    let health = invoke(w, "fn-get", "health.json");
+    let health = invoke(&get_fn, "health.json").await;
     assert_eq!(status(&health), 200, "{health}");
 
     // History, restore and diff; snapshots (the recorded id names none: 404).
-    let restored = invoke(w, "fn-put", "restore-version.json");
+    let restored = invoke(&put_fn, "restore-version.json").await;
     assert_eq!(
         (status(&restored), body(&restored)["version"].as_u64()),
         (200, Some(2)),
         "{restored}"
     );
-    let history = invoke(w, "fn-get", "list-versions.json");
+    let history = invoke(&get_fn, "list-versions.json").await;
     assert_eq!(status(&history), 200, "{history}");
     assert_eq!(body(&history)["versions"][0]["version"], 2);
-    let diff = invoke(w, "fn-get", "diff.json");
+    let diff = invoke(&get_fn, "diff.json").await;
     assert_eq!(
         (status(&diff), body(&diff)["diff"].as_str()),
         (200, Some("")),
         "{diff}"
     );
-    let snap = invoke(w, "fn-snapshots", "create-snapshot.json");
+    let snap = invoke(&snapshots_fn, "create-snapshot.json").await;
     assert_eq!(status(&snap), 201, "{snap}");
     assert_eq!(body(&snap)["files"][0]["version"], 2);
     for file in ["get-snapshot.json", "delete-snapshot.json"] {
-        let r = invoke(w, "fn-snapshots", file);
+        let r = invoke(&snapshots_fn, file).await;
         assert_eq!(
             (status(&r), body(&r)["error"].as_str()),
             (404, Some("not_found")),
@@ -185,7 +282,7 @@ async fn every_recorded_event_runs_through_its_function_binary() {
 
     // A two-step upload: fn-put presigns an S3 PUT, the bytes go straight to S3 (the
     // emulator), and a second fn-put call commits them.
-    let started = invoke(w, "fn-put", "start-upload.json");
+    let started = invoke(&put_fn, "start-upload.json").await;
     assert_eq!(status(&started), 201, "{started}");
     let ticket = body(&started);
     let url = ticket["url"].as_str().expect("a presigned URL");
@@ -199,25 +296,26 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     let sent = req.send().await.expect("S3 answers");
     assert!(sent.status().is_success(), "{:?}", sent.text().await);
     let id = ticket["uploadId"].as_str().expect("uploadId").to_owned();
-    let committed = invoke_edited(w, "fn-put", "put-file.json", |e| {
+    let committed = invoke_edited(&put_fn, "put-file.json", |e| {
         e["rawPath"] = "/v1/host/workspace/files/notes/big.bin".into();
         e["requestContext"]["http"]["path"] = "/v1/host/workspace/files/notes/big.bin".into();
         e["pathParameters"]["path"] = "notes/big.bin".into();
         let b = serde_json::json!({ "uploadId": id }).to_string();
         e["headers"]["content-length"] = b.len().to_string().into();
         e["body"] = b.into();
-    });
+    })
+    .await;
     assert_eq!(
         (status(&committed), body(&committed)["size"].as_u64()),
         (200, Some(11)),
         "{committed}"
     );
 
-    let delete = invoke(w, "fn-delete", "delete-file.json");
+    let delete = invoke(&delete_fn, "delete-file.json").await;
     assert_eq!(status(&delete), 204, "{delete}");
 
     // The stream publisher announces a recorded version item, and the sweeper runs.
-    let published = invoke(w, "fn-publish", "stream-insert.json");
+    let published = invoke(&publish_fn, "stream-insert.json").await;
     assert_eq!(
         published["batchItemFailures"],
         serde_json::json!([]),
@@ -226,7 +324,7 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     let got = observed.drain(1).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["detail"]["path"], "notes/today.md");
-    let removed = invoke(w, "fn-publish", "stream-remove.json");
+    let removed = invoke(&publish_fn, "stream-remove.json").await;
     assert_eq!(
         removed["batchItemFailures"],
         serde_json::json!([]),
@@ -234,35 +332,92 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     );
     // The workspace service on DynamoDB and S3: an idempotent local create, and a purge
     // that finds nothing idle.
-    let created = invoke(w, "fn-workspaces", "workspaces-create.json");
+    let created = invoke(&workspaces_fn, "workspaces-create.json").await;
     assert_eq!(status(&created), 201, "{created}");
-    let again = invoke(w, "fn-workspaces", "workspaces-create.json");
+    let again = invoke(&workspaces_fn, "workspaces-create.json").await;
     assert_eq!(status(&again), 200, "{again}");
     assert_eq!(body(&again)["workspaceId"], body(&created)["workspaceId"]);
-    let purged = invoke(w, "fn-purge", "schedule-purge.json");
+    // The rest of the workspace API on the workspace the create made (a user-level token).
+    let id = body(&created)["workspaceId"]
+        .as_str()
+        .expect("workspaceId")
+        .to_owned();
+    let ok = |v: &Value, want: u64, what: &str| assert_eq!(status(v), want, "{what}: {v}");
+    ok(
+        &invoke_for(&workspaces_fn, "workspaces-get.json", &id).await,
+        200,
+        "get",
+    );
+    let listed = invoke_for(&workspaces_fn, "workspaces-list.json", &id).await;
+    ok(&listed, 200, "list");
+    assert_eq!(body(&listed)["workspaces"][0]["workspaceId"], id.as_str());
+    let art = invoke_for(&workspaces_fn, "artifacts-upload.json", &id).await;
+    ok(&art, 201, "artifact");
+    let hist = invoke_for(&workspaces_fn, "artifacts-upload-history.json", &id).await;
+    ok(&hist, 201, "session history artifact");
+    let arts = invoke_for(&workspaces_fn, "artifacts-list.json", &id).await;
+    assert_eq!(
+        body(&arts)["artifacts"].as_array().map(Vec::len),
+        Some(2),
+        "{arts}"
+    );
+    let art_id = body(&art)["artifactId"]
+        .as_str()
+        .expect("artifactId")
+        .to_owned();
+    SENT.lock().unwrap().insert("artifacts-get.json".to_owned());
+    let text = std::fs::read_to_string(root().join("events/artifacts-get.json"))
+        .unwrap()
+        .replace(SAMPLE_ID, &id)
+        .replace("art-0123456789abcdef0123456789abcdef", &art_id);
+    let fetched = invoke_event(&workspaces_fn, &serde_json::from_str(&text).unwrap()).await;
+    ok(&fetched, 200, "artifact get");
+    ok(
+        &invoke_for(&workspaces_fn, "sessions-list.json", &id).await,
+        200,
+        "sessions",
+    );
+    let history = invoke_for(&workspaces_fn, "sessions-history.json", &id).await;
+    ok(&history, 200, "session history");
+    ok(
+        &invoke_for(&workspaces_fn, "sessions-delete.json", &id).await,
+        204,
+        "session delete",
+    );
+    ok(
+        &invoke_for(&workspaces_fn, "workspaces-delete.json", &id).await,
+        204,
+        "delete",
+    );
+    ok(
+        &invoke_for(&workspaces_fn, "workspaces-get.json", &id).await,
+        404,
+        "deleted",
+    );
+    let purged = invoke(&purge_fn, "schedule-purge.json").await;
     assert_eq!(purged["workspaces"], serde_json::json!([]), "{purged}");
 
-    let swept = invoke(w, "fn-sweep", "schedule-sweep.json");
+    let swept = invoke(&sweep_fn, "schedule-sweep.json").await;
     assert!(
         swept["examined"].as_u64().is_some_and(|n| n >= 1),
         "{swept}"
     );
     // The MCP function: a tool write lands on DynamoDB/S3 like a PUT, and is listed.
     let text = |v: &Value| body(v)["result"]["content"][0]["text"].clone();
-    let wrote = invoke(w, "fn-mcp", "mcp-write-file.json");
+    let wrote = invoke(&mcp_fn, "mcp-write-file.json").await;
     assert_eq!(status(&wrote), 200, "{wrote}");
     assert_eq!(
         text(&wrote),
         "Successfully wrote 20 bytes to notes/agent.md\nVersion: 1"
     );
-    let listed = invoke(w, "fn-mcp", "mcp-list-directory.json");
+    let listed = invoke(&mcp_fn, "mcp-list-directory.json").await;
     assert_eq!(
         text(&listed),
         "Contents of /workspace:\n\n[DIR] notes",
         "{listed}"
     );
     for event in ["mcp-health.json", "health.json"] {
-        let health = invoke(w, "fn-mcp", event);
+        let health = invoke(&mcp_fn, event).await;
         assert_eq!(
             body(&health)["service"],
             "workspace-tool",
@@ -272,19 +427,19 @@ async fn every_recorded_event_runs_through_its_function_binary() {
 
     // RFC 0019 on the DynamoDB cache table and the S3 blob bucket: a binary body arrives
     // base64 encoded and leaves base64 encoded, byte for byte.
-    let cached = invoke(w, "fn-cache", "put-cache.json");
+    let cached = invoke(&cache_fn, "put-cache.json").await;
     assert_eq!(
         (status(&cached), body(&cached)["ok"].as_bool()),
         (200, Some(true)),
         "{cached}"
     );
-    let stored = invoke(w, "fn-blob", "put-blob.json");
+    let stored = invoke(&blob_fn, "put-blob.json").await;
     assert_eq!(
         (status(&stored), body(&stored)["sizeBytes"].as_u64()),
         (200, Some(256)),
         "{stored}"
     );
-    let got = invoke(w, "fn-blob", "get-blob.json");
+    let got = invoke(&blob_fn, "get-blob.json").await;
     assert_eq!(status(&got), 200, "{got}");
     assert_eq!(got["isBase64Encoded"], true, "{got}");
     let put_event: Value = serde_json::from_str(
@@ -295,5 +450,31 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         got["body"], put_event["body"],
         "the same bytes, base64 both ways"
     );
-    drop(watch);
+
+    // The API-key authorizer on the table: the recorded placeholder key is denied, a key
+    // stored hashed in the table is allowed, with its identity as the context.
+    let denied = invoke(&authorizer_fn, "authorizer.json").await;
+    assert_eq!(denied["isAuthorized"], false, "{denied}");
+    let keys = DynamoKeys::new(env.clients.dynamodb.clone(), &env.table);
+    let mut record = workspace_contract::harness::managed_keys().remove(0);
+    record.id = "rie".to_owned();
+    keys.insert_key(record).await.unwrap();
+    let key = workspace_contract::harness::KEY_A;
+    let allowed = invoke_edited(&authorizer_fn, "authorizer.json", |e| {
+        e["headers"]["authorization"] = format!("Bearer {key}").into();
+        e["identitySource"] = serde_json::json!([format!("Bearer {key}")]);
+    })
+    .await;
+    assert_eq!(allowed["isAuthorized"], true, "{allowed}");
+    assert_eq!(allowed["context"]["tenant_id"], "acme", "{allowed}");
+
+    // Every recorded event went to its function.
+    let recorded: BTreeSet<String> = std::fs::read_dir(root().join("events"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".json") && n != "env.json")
+        .collect();
+    let sent = SENT.lock().unwrap().clone();
+    let missed: Vec<_> = recorded.difference(&sent).collect();
+    assert!(missed.is_empty(), "events never sent: {missed:?}");
 }
