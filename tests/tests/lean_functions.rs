@@ -1,0 +1,144 @@
+//! Each Lambda function depends on the AWS SDKs its IAM policy lets it call, and on nothing
+//! it does not serve: no SDK without a grant (`fn-snapshots` has no S3), no embedded store,
+//! no MCP outside `fn-mcp`. Read from `cargo tree` (what the function's own features pull
+//! in) and template.yaml (what the function's role may do).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use yaml_rust2::{Yaml, YamlLoader};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The crates in `package`'s normal dependency tree.
+fn tree(package: &str) -> BTreeSet<String> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            package,
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .output()
+        .expect("cargo tree");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split(' ').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Actions a function's role holds for Lambda itself, not for the code: reading its
+/// stream (the event source mapping) and sending failures to its dead-letter queue.
+fn for_lambda_itself(action: &str) -> bool {
+    action.starts_with("sqs:")
+        || [
+            "dynamodb:GetRecords",
+            "dynamodb:GetShardIterator",
+            "dynamodb:DescribeStream",
+            "dynamodb:ListStreams",
+        ]
+        .contains(&action)
+}
+
+/// Binary → the SDK crates its IAM statements call for.
+fn granted() -> BTreeMap<String, BTreeSet<String>> {
+    let text = std::fs::read_to_string(root().join("template.yaml")).expect("template.yaml");
+    let t = YamlLoader::load_from_str(&text)
+        .expect("template parses")
+        .remove(0);
+    let mut out = BTreeMap::new();
+    for (_, res) in t["Resources"].as_hash().expect("Resources") {
+        if res["Type"].as_str() != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        let binary = res["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .expect("Binary")
+            .to_owned();
+        let mut sdks = BTreeSet::new();
+        // Inline SAM policies, or the policies of a role of its own (`Role: !GetAtt R.Arn`).
+        let mut documents: Vec<Yaml> = res["Properties"]["Policies"]
+            .as_vec()
+            .cloned()
+            .unwrap_or_default();
+        if let Some(role) = res["Properties"]["Role"].as_str() {
+            let role = &t["Resources"][role.trim_end_matches(".Arn")];
+            for p in role["Properties"]["Policies"]
+                .as_vec()
+                .cloned()
+                .unwrap_or_default()
+            {
+                documents.push(p["PolicyDocument"].clone());
+            }
+        }
+        for policy in &documents {
+            for st in policy["Statement"].as_vec().cloned().unwrap_or_default() {
+                let actions: Vec<Yaml> = match &st["Action"] {
+                    Yaml::Array(a) => a.clone(),
+                    one => vec![one.clone()],
+                };
+                for a in actions.iter().filter_map(Yaml::as_str) {
+                    if for_lambda_itself(a) {
+                        continue;
+                    }
+                    let sdk = match a.split(':').next() {
+                        Some("dynamodb") => "aws-sdk-dynamodb",
+                        Some("s3") => "aws-sdk-s3",
+                        Some("events") => "aws-sdk-eventbridge",
+                        other => panic!("{binary}: no SDK known for {other:?} ({a})"),
+                    };
+                    sdks.insert(sdk.to_owned());
+                }
+            }
+        }
+        out.insert(binary, sdks);
+    }
+    out
+}
+
+#[test]
+fn each_function_carries_only_the_sdks_its_role_may_call() {
+    let granted = granted();
+    assert!(granted.len() >= 14, "{granted:?}");
+    for (binary, sdks) in &granted {
+        let crates = tree(binary);
+        // aws-sdk-sts and -sso(oidc) come with aws-config's credential providers.
+        let in_tree: BTreeSet<String> = crates
+            .iter()
+            .filter(|c| c.starts_with("aws-sdk-"))
+            .filter(|c| {
+                !matches!(
+                    c.as_str(),
+                    "aws-sdk-sts" | "aws-sdk-sso" | "aws-sdk-ssooidc"
+                )
+            })
+            .cloned()
+            .collect();
+        assert_eq!(
+            &in_tree, sdks,
+            "{binary}: SDKs in its tree vs. its IAM grants"
+        );
+        for never in ["workspace-store-embedded", "redb", "axum"] {
+            assert!(!crates.contains(never), "{binary} depends on {never}");
+        }
+        assert_eq!(
+            crates.contains("workspace-mcp"),
+            binary == "fn-mcp",
+            "{binary}: MCP only in fn-mcp"
+        );
+    }
+    // The example the issue names.
+    assert!(!tree("fn-snapshots").contains("aws-sdk-s3"));
+}
