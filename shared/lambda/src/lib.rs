@@ -22,14 +22,20 @@ pub fn app(settings: &Settings) -> App {
     )))
 }
 
-/// JSON logs for CloudWatch, filtered by `RUST_LOG`.
+/// JSON logs for CloudWatch, filtered by `RUST_LOG` (`info`, `warn,workspace_http=debug`, ...).
+/// A `Targets` filter rather than `EnvFilter`: the same directives without span and field
+/// matching, and without the regex engine EnvFilter links into every function.
 pub fn init_tracing() {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .without_time()
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(LevelFilter::INFO));
+    tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().json().without_time())
+        .with(filter)
         .init();
 }
 
