@@ -11,11 +11,11 @@ use workspace_wiring::Settings;
 async fn main() -> Result<(), Error> {
     workspace_lambda::init_tracing();
     let aws = Aws::connect(Settings::from_env()?).await;
-    let store = aws.keys()?;
+    let store = aws.key_table()?;
     let names = &aws.settings.claims;
     let store = &store;
     lambda_runtime::run(service_fn(|ev: LambdaEvent<Value>| async move {
-        Ok::<_, Error>(authorize(store.as_ref(), names, &ev.payload).await)
+        Ok::<_, Error>(authorize(store, names, &ev.payload).await)
     }))
     .await
 }

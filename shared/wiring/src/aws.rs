@@ -93,7 +93,12 @@ mod dynamodb {
         }
 
         pub fn keys(&self) -> Result<Arc<dyn KeyStore>, String> {
-            Ok(Arc::new(DynamoKeys::new(self.dynamodb(), self.table()?)))
+            Ok(Arc::new(self.key_table()?))
+        }
+
+        /// The key table as its own type (the authorizer reads it without dynamic dispatch).
+        pub fn key_table(&self) -> Result<DynamoKeys, String> {
+            Ok(DynamoKeys::new(self.dynamodb(), self.table()?))
         }
 
         pub fn sessions(&self) -> Result<Arc<dyn SessionStore>, String> {
