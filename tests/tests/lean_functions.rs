@@ -4,35 +4,13 @@
 //! in) and template.yaml (what the function's role may do).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use workspace_tests::{cargo, root};
 use yaml_rust2::{Yaml, YamlLoader};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// The crates in `package`'s normal dependency tree.
 fn tree(package: &str) -> BTreeSet<String> {
-    let out = std::process::Command::new(env!("CARGO"))
-        .current_dir(root())
-        .args([
-            "tree",
-            "--offline",
-            "-p",
-            package,
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-        ])
-        .output()
-        .expect("cargo tree");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    let out = cargo(&["tree", "-p", package, "-e", "normal", "--prefix", "none"]);
+    String::from_utf8_lossy(&out)
         .lines()
         .filter_map(|l| l.split(' ').next())
         .map(str::to_owned)

@@ -4,11 +4,8 @@
 use std::collections::{BTreeSet, HashSet};
 use workspace_http::routes::{Route, ROUTES};
 use workspace_http::serve;
+use workspace_tests::{cargo, root};
 use yaml_rust2::{Yaml, YamlLoader};
-
-fn root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn template() -> Yaml {
     let text = std::fs::read_to_string(root().join("template.yaml")).expect("template.yaml");
@@ -80,23 +77,8 @@ fn every_template_function_is_a_package_and_every_route_function_is_in_the_templ
         "{routed:?} not all in {functions:?}"
     );
     // Each BuildProperties.Binary is a binary target of this workspace, as cargo sees it.
-    let out = std::process::Command::new(env!("CARGO"))
-        .current_dir(root())
-        .args([
-            "metadata",
-            "--no-deps",
-            "--format-version",
-            "1",
-            "--offline",
-        ])
-        .output()
-        .expect("cargo metadata");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    let out = cargo(&["metadata", "--no-deps", "--format-version", "1"]);
+    let meta: serde_json::Value = serde_json::from_slice(&out).expect("metadata JSON");
     let binaries: BTreeSet<String> = meta["packages"]
         .as_array()
         .expect("packages")

@@ -3,14 +3,14 @@
 
 use workspace_http::serve;
 use workspace_wiring::aws::Aws;
-use workspace_wiring::{services, Settings};
+use workspace_wiring::Settings;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     workspace_lambda::init_tracing();
     let aws = Aws::connect(Settings::from_env()?).await;
     let s = &aws.settings;
-    let files = services::files(s, aws.meta()?, aws.bodies()?, aws.secrets()?);
+    let files = aws.files()?;
     let app = workspace_lambda::app(s)
         .with_files(files)
         .advertising(s.limits, s.advertised_on_aws())

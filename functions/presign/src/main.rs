@@ -2,16 +2,15 @@
 
 use workspace_http::serve;
 use workspace_wiring::aws::Aws;
-use workspace_wiring::{services, Settings};
+use workspace_wiring::Settings;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     workspace_lambda::init_tracing();
     let aws = Aws::connect(Settings::from_env()?).await;
     let s = &aws.settings;
-    let bucket = aws.blobs().ok_or("WORKSPACE_BLOB_S3_BUCKET must be set")?;
     let app = workspace_lambda::app(s)
-        .with_blobs(services::blobs(s, bucket))
+        .with_blobs(aws.blob_service()?)
         .serve(serve::PRESIGN);
     workspace_lambda::run(app).await
 }

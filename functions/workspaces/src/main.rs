@@ -18,7 +18,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         .clone()
         .ok_or("WORKSPACE_SESSION_TOKEN_KEY must be set")?;
     let sessions = services::sessions(s, aws.sessions()?, aws.bodies()?, aws.erasers()?, key);
-    let files = services::files(s, aws.meta()?, aws.bodies()?, aws.secrets()?);
+    let files = aws.files()?;
     let app = workspace_lambda::app(s)
         .with_files(files)
         .with_sessions(Arc::new(sessions))

@@ -65,11 +65,13 @@ impl Aws {
 #[cfg(feature = "aws-dynamodb")]
 mod dynamodb {
     use super::*;
-    use workspace_core::cache::CacheStore;
+    use crate::services;
+    use workspace_core::cache::{CacheService, CacheStore};
     use workspace_core::keys::KeyStore;
-    use workspace_core::ports::MetaStore;
-    use workspace_core::secrets::SecretStore;
+    use workspace_core::ports::{MetaStore, NoBodies};
+    use workspace_core::secrets::{NoSecrets, SecretStore};
     use workspace_core::sessions::ports::SessionStore;
+    use workspace_core::WorkspaceService;
     use workspace_store_aws::keys_table::DynamoKeys;
     use workspace_store_aws::secrets_table::DynamoSecrets;
     use workspace_store_aws::sessions::DynamoSessions;
@@ -113,13 +115,31 @@ mod dynamodb {
             let table = self.settings.aws.cache_table.clone()?;
             Some(Arc::new(DynamoCache::new(self.dynamodb(), table)))
         }
+
+        /// The cache service of a function that serves it (the table is required).
+        pub fn cache_service(&self) -> Result<CacheService, String> {
+            let table = self.cache().ok_or("WORKSPACE_CACHE_TABLE must be set")?;
+            Ok(services::cache(&self.settings, table, self.secrets()?))
+        }
+
+        /// The file service of a function that touches DynamoDB only (`list`, `delete`,
+        /// `snapshots`): no body store and no secrets, since nothing it serves reads a body
+        /// or writes content.
+        pub fn metadata_files(&self) -> Result<WorkspaceService, String> {
+            Ok(services::files(
+                &self.settings,
+                self.meta()?,
+                Arc::new(NoBodies),
+                Arc::new(NoSecrets),
+            ))
+        }
     }
 }
 
 #[cfg(feature = "aws-s3")]
 mod s3 {
     use super::*;
-    use workspace_core::blob::BlobStore;
+    use workspace_core::blob::{BlobService, BlobStore};
     use workspace_core::ports::BodyStore;
     use workspace_store_aws::{S3Blobs, S3Bodies};
 
@@ -140,6 +160,12 @@ mod s3 {
         pub fn blobs(&self) -> Option<Arc<dyn BlobStore>> {
             let bucket = self.settings.aws.blob_bucket.clone()?;
             Some(Arc::new(S3Blobs::new(self.s3(), bucket)))
+        }
+
+        /// The blob service of a function that serves it (the bucket is required).
+        pub fn blob_service(&self) -> Result<BlobService, String> {
+            let bucket = self.blobs().ok_or("WORKSPACE_BLOB_S3_BUCKET must be set")?;
+            Ok(crate::services::blobs(&self.settings, bucket))
         }
     }
 }
@@ -173,6 +199,16 @@ mod both {
                 erasers.push(Arc::new(S3Eraser::new(self.s3(), b.clone())));
             }
             Ok(erasers)
+        }
+
+        /// The file service with bodies in S3 and the tenant's registered secrets.
+        pub fn files(&self) -> Result<workspace_core::WorkspaceService, String> {
+            Ok(crate::services::files(
+                &self.settings,
+                self.meta()?,
+                self.bodies()?,
+                self.secrets()?,
+            ))
         }
 
         /// The orphan sweeper over the bodies bucket and the table.
