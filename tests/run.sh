@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the project: formatting, the SAM template lint, clippy, and the whole
 # cargo test suite (unit tests, the contract suite against every adapter including the AWS
-# ones on a moto emulator started here, the Lambda handlers on recorded events, and the
-# local server as a real process).
+# ones on a moto emulator started here, the local server as a real process on the embedded
+# store and on moto, every recorded event through each function's bootstrap under the
+# Runtime Interface Emulator from aws-sam-cli, and `sam build` of two functions for arm64).
 # Needs only what a fresh machine has (cargo, python3); it installs the rest under ./.venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,8 +41,13 @@ for _ in $(seq 1 300); do
 done
 [ -n "$port" ] || { echo "moto did not report its port"; exit 1; }
 export WORKSPACE_TEST_MOTO_URL="http://127.0.0.1:$port"
-# cargo-lambda (for `cargo lambda watch` / `invoke` in the function tests) lives in the venv.
+# SAM CLI, cargo-lambda and zig (for `sam build` in the function tests) live in the venv.
 export PATH="$PWD/$venv/bin:$PATH"
+# `sam build` makes arm64 functions (template.yaml); cargo needs that target's standard library.
+if command -v rustup > /dev/null && ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+  echo "== rustup target add aarch64-unknown-linux-gnu"
+  rustup target add aarch64-unknown-linux-gnu
+fi
 
 echo "== cargo test"
 cargo test --workspace --locked

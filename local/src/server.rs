@@ -30,7 +30,16 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Bod
             app.handle(Request::from_parts(parts, bytes), PathForm::Encoded)
                 .await
         }
-        Err(_) => app.body_too_large(),
+        // The rest of the body is never read: the connection cannot carry another
+        // request, and saying so keeps a client from sending its next one down it.
+        Err(_) => {
+            let mut resp = app.body_too_large();
+            resp.headers_mut().insert(
+                http::header::CONNECTION,
+                http::HeaderValue::from_static("close"),
+            );
+            resp
+        }
     };
     let route = resp
         .extensions()

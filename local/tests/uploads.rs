@@ -77,6 +77,8 @@ async fn a_file_larger_than_one_request_uploads_in_two_steps() {
         .await
         .unwrap();
     assert_eq!(inline.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    // Refused unread: the server closes that connection and says so.
+    assert_eq!(inline.headers()["connection"], "close");
 
     let ticket = start(&c, &s, "data/big.bin", &bytes).await;
     let url = ticket["url"].as_str().unwrap();
