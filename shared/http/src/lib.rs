@@ -1,6 +1,8 @@
 //! The HTTP layer shared by the Lambda functions and the local server. A request enters at
-//! [`App::handle`], is matched against the one route table ([`routes::ROUTES`]), authenticated,
-//! and handed to the domain service; every failure leaves as the one error envelope.
+//! [`App::handle`], is matched against the one route table ([`routes::ROUTES`]), and goes to
+//! the handler this process registered for that row ([`serve`]; a Lambda function registers
+//! only its own rows, so it links only their code), which authenticates it and hands it to
+//! the domain service; every failure leaves as the one error envelope.
 
 pub mod auth;
 pub mod blob;
