@@ -4,13 +4,10 @@
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 use workspace_lambda::authorizer::authorize;
-use workspace_wiring::aws::Aws;
-use workspace_wiring::Settings;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    workspace_lambda::init_tracing();
-    let aws = Aws::connect(Settings::from_env()?).await;
+    let aws = workspace_lambda::start().await?;
     let store = aws.key_table()?;
     let names = &aws.settings.claims;
     let store = &store;

@@ -1,13 +1,10 @@
 //! The 'cache' function: the RFC 0019 TTL cache. DynamoDB only.
 
 use workspace_http::serve;
-use workspace_wiring::aws::Aws;
-use workspace_wiring::Settings;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    workspace_lambda::init_tracing();
-    let aws = Aws::connect(Settings::from_env()?).await;
+    let aws = workspace_lambda::start().await?;
     let s = &aws.settings;
     let app = workspace_lambda::app(s)
         .with_cache(aws.cache_service()?)

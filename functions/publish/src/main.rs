@@ -5,8 +5,6 @@ use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::{json, Value};
 use workspace_store_aws::events::records_from_lambda_event;
 use workspace_store_aws::publisher::Publisher;
-use workspace_wiring::aws::Aws;
-use workspace_wiring::Settings;
 
 /// One stream batch; the answer is Lambda's partial-batch response.
 async fn publish(publisher: &Publisher, event: &Value) -> Value {
@@ -22,8 +20,7 @@ async fn publish(publisher: &Publisher, event: &Value) -> Value {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    workspace_lambda::init_tracing();
-    let aws = Aws::connect(Settings::from_env()?).await;
+    let aws = workspace_lambda::start().await?;
     let publisher = aws.publisher()?;
     let publisher = &publisher;
     lambda_runtime::run(service_fn(|ev: LambdaEvent<Value>| async move {

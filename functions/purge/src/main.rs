@@ -5,13 +5,11 @@ use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 use workspace_core::sessions::token::TokenKey;
 use workspace_lambda::purge::purge_handler;
-use workspace_wiring::aws::Aws;
-use workspace_wiring::{services, Settings};
+use workspace_wiring::services;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    workspace_lambda::init_tracing();
-    let aws = Aws::connect(Settings::from_env()?).await;
+    let aws = workspace_lambda::start().await?;
     // Purging issues no paging tokens; any key will do.
     let svc = services::sessions(
         &aws.settings,

@@ -5,13 +5,10 @@
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::{json, Value};
 use workspace_core::ports::{Clock, SystemClock};
-use workspace_wiring::aws::Aws;
-use workspace_wiring::Settings;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    workspace_lambda::init_tracing();
-    let aws = Aws::connect(Settings::from_env()?).await;
+    let aws = workspace_lambda::start().await?;
     let sweeper = aws.sweeper()?;
     let grace_ms =
         i64::try_from(aws.settings.orphan_grace_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);

@@ -4,13 +4,11 @@
 
 use std::sync::Arc;
 use workspace_http::sessions;
-use workspace_wiring::aws::Aws;
-use workspace_wiring::{services, Settings};
+use workspace_wiring::services;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    workspace_lambda::init_tracing();
-    let aws = Aws::connect(Settings::from_env()?).await;
+    let aws = workspace_lambda::start().await?;
     let s = &aws.settings;
     // Every container must verify the others' paging tokens: one key, from the stack.
     let key = s

@@ -12,6 +12,7 @@ use http::{Request, Response};
 use lambda_http::{service_fn, Body, Error, RequestExt};
 use std::sync::Arc;
 use workspace_http::{App, PathForm, RouteLabel};
+use workspace_wiring::aws::Aws;
 use workspace_wiring::Settings;
 
 /// An app that takes identity from the HTTP API authorizer's claims; the function adds its
@@ -20,6 +21,13 @@ pub fn app(settings: &Settings) -> App {
     App::new(Arc::new(identity::AuthorizerClaims::new(
         settings.claims.clone(),
     )))
+}
+
+/// A function's start: logs set up, every setting read, the AWS configuration loaded (its
+/// clients are built as the function asks for them, once).
+pub async fn start() -> Result<Aws, Error> {
+    init_tracing();
+    Ok(Aws::connect(Settings::from_env()?).await)
 }
 
 /// JSON logs for CloudWatch, filtered by `RUST_LOG` (`info`, `warn,workspace_http=debug`, ...).
