@@ -15,7 +15,7 @@ use workspace_core::blob::LocalPresign;
 use workspace_core::keys::KeyStore;
 use workspace_core::ports::{Clock, SystemClock};
 use workspace_core::signed_url::UrlSigner;
-use workspace_http::{serve as routes, sessions as session_routes, App};
+use workspace_http::{serve as routes, App};
 use workspace_store_embedded::keys::KeyFile;
 use workspace_wiring::aws::Aws;
 use workspace_wiring::stores::Stores;
@@ -304,15 +304,7 @@ async fn serve() -> Result<(), String> {
     let app = app
         .with_files(files)
         .with_sessions(Arc::new(sessions))
-        .serve(routes::GET)
-        .serve(routes::LIST)
-        .serve(routes::PUT)
-        .serve(routes::DELETE)
-        .serve(routes::SNAPSHOTS)
-        .serve(routes::CACHE)
-        .serve(routes::BLOB)
-        .serve(routes::PRESIGN)
-        .serve(session_routes::ROUTES)
+        .serve_every_function()
         .serve(workspace_mcp::http::ROUTES);
     server::banner(addr, &stores.place, &key_source);
     server::serve(listener, Arc::new(app)).await

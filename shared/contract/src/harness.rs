@@ -244,15 +244,7 @@ async fn over_http(base: &str, req: Request<Bytes>) -> Reply {
 /// `app` serving every row of the route table, as the local server does, and the upload and
 /// download URLs its upload signer issues.
 pub fn every_route(app: App) -> App {
-    app.serve(serve::GET)
-        .serve(serve::LIST)
-        .serve(serve::PUT)
-        .serve(serve::DELETE)
-        .serve(serve::SNAPSHOTS)
-        .serve(serve::CACHE)
-        .serve(serve::BLOB)
-        .serve(serve::PRESIGN)
-        .serve(workspace_http::sessions::ROUTES)
+    app.serve_every_function()
         .serve(workspace_mcp::http::ROUTES)
         .serve_signed(&serve::SIGNED_UPLOADS)
         .serve_signed(&serve::SIGNED_BODIES)

@@ -118,9 +118,11 @@ impl App {
         self
     }
 
-    /// The routes this app answers.
-    pub fn routes(&self) -> impl Iterator<Item = Route> + '_ {
-        self.handlers.keys().copied()
+    /// Registers every function's set but MCP's ([`serve::BY_FUNCTION`]): the whole API.
+    pub fn serve_every_function(self) -> Self {
+        serve::BY_FUNCTION
+            .iter()
+            .fold(self, |app, (_, routes)| app.serve(routes))
     }
 
     pub fn with_files(mut self, files: WorkspaceService) -> Self {

@@ -268,20 +268,26 @@ fn signed_blob(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move { blob::signed(c.app.blob_service()?, c.parts, c.tail, c.body).await })
 }
 
-/// The set the function named `function` registers (all but `mcp`, whose set lives in
-/// `workspace-mcp`). For tests and tools: a function's `main` names its set directly, so
-/// it links no other.
+/// Every function's set by function name, all but `mcp` (whose set lives in
+/// `workspace-mcp`). A process serving the whole API (the local server, the contract
+/// harness) registers them all; a function's `main` names its own set directly, so it links
+/// no other.
+pub const BY_FUNCTION: &[(&str, Routes)] = &[
+    ("get", GET),
+    ("list", LIST),
+    ("put", PUT),
+    ("delete", DELETE),
+    ("snapshots", SNAPSHOTS),
+    ("cache", CACHE),
+    ("blob", BLOB),
+    ("presign", PRESIGN),
+    ("workspaces", crate::sessions::ROUTES),
+];
+
+/// The set the function named `function` registers (see [`BY_FUNCTION`]).
 pub fn of_function(function: &str) -> Option<Routes> {
-    Some(match function {
-        "get" => GET,
-        "list" => LIST,
-        "put" => PUT,
-        "delete" => DELETE,
-        "snapshots" => SNAPSHOTS,
-        "cache" => CACHE,
-        "blob" => BLOB,
-        "presign" => PRESIGN,
-        "workspaces" => crate::sessions::ROUTES,
-        _ => return None,
-    })
+    BY_FUNCTION
+        .iter()
+        .find(|(name, _)| *name == function)
+        .map(|(_, routes)| *routes)
 }
