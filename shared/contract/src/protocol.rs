@@ -213,14 +213,29 @@ pub async fn bad_bodies_and_headers_are_400_and_change_nothing(h: Harness) {
             .await;
         r.assert_error(400, "validation_error");
     }
-    // Duplicate precondition headers are ambiguous: refused.
-    h.call(Method::PUT, &file_uri("f.md"), Some(KEY_A))
-        .header("if-match", "\"a\"")
-        .header("if-match", "\"b\"")
-        .json(&json!({"content": "overwritten"}))
-        .send()
-        .await
-        .assert_error(400, "validation_error");
+    // If-Match is a list (RFC 9110): two lines mean the same as one comma-joined line, the
+    // form API Gateway hands a function. Neither tag is current here: 409.
+    for lines in [&["\"a\"", "\"b\""][..], &["\"a\", \"b\""]] {
+        let mut call = h.call(Method::PUT, &file_uri("f.md"), Some(KEY_A));
+        for line in lines {
+            call = call.header("if-match", line);
+        }
+        call.json(&json!({"content": "overwritten"}))
+            .send()
+            .await
+            .assert_error(409, "workspace_conflict");
+    }
+    // A single-valued header sent twice, or joined by a gateway, is refused.
+    for lines in [&["k-1", "k-2"][..], &["k-1, k-2"]] {
+        let mut call = h.call(Method::PUT, &file_uri("f.md"), Some(KEY_A));
+        for line in lines {
+            call = call.header("idempotency-key", line);
+        }
+        call.json(&json!({"content": "overwritten"}))
+            .send()
+            .await
+            .assert_error(400, "validation_error");
+    }
     assert_eq!(h.state(KEY_A).await, before);
     // At the limit is fine (and here simply does not match).
     h.call(Method::PUT, &file_uri("f.md"), Some(KEY_A))
@@ -237,6 +252,27 @@ pub async fn bad_bodies_and_headers_are_400_and_change_nothing(h: Harness) {
         .await
         .assert_ok();
     assert_eq!(ok["version"], 2);
+    // Any listed tag that is current wins, on one line or on several.
+    let current = ok["etag"].as_str().expect("etag").to_owned();
+    let stale = format!("\"{}\"", "z".repeat(8));
+    let next = h
+        .call(Method::PUT, &file_uri("f.md"), Some(KEY_A))
+        .header("if-match", &stale)
+        .header("if-match", &current)
+        .json(&json!({"content": "third"}))
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(next["version"], 3);
+    let joined = format!("{stale}, {}", next["etag"].as_str().expect("etag"));
+    let fourth = h
+        .call(Method::PUT, &file_uri("f.md"), Some(KEY_A))
+        .header("if-match", &joined)
+        .json(&json!({"content": "fourth"}))
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(fourth["version"], 4);
 }
 
 pub async fn error_envelope_is_flat_everywhere(h: Harness) {

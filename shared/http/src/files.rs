@@ -1,7 +1,7 @@
 //! The host.workspace file endpoints: list, get, put, delete.
 
 use crate::envelope::{empty_response, json_response, HttpResponse};
-use crate::request::{file_path, single_header, Decoding, Query};
+use crate::request::{file_path, list_header, single_header, Decoding, Query};
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
 use bytes::Bytes;
@@ -81,7 +81,7 @@ pub(crate) fn meta_json(m: &FileMeta) -> Value {
 /// (standard base64) otherwise, never both.
 /// The `If-Match` and `Idempotency-Key` of a write (PUT, restore), each at most once.
 pub(crate) fn write_headers(parts: &Parts) -> Result<(Option<String>, Option<String>)> {
-    let if_match = single_header(parts, &header::IF_MATCH)?.map(str::to_owned);
+    let if_match = list_header(parts, &header::IF_MATCH)?;
     let idempotency_key =
         single_header(parts, &header::HeaderName::from_static("idempotency-key"))?
             .map(str::to_owned);
@@ -173,7 +173,7 @@ pub async fn put(
 ) -> Result<HttpResponse> {
     let path = file_path(tail, decoding)?;
     let (if_match, idempotency_key) = write_headers(parts)?;
-    let if_none_match_any = match single_header(parts, &header::IF_NONE_MATCH)? {
+    let if_none_match_any = match list_header(parts, &header::IF_NONE_MATCH)?.as_deref() {
         None => false,
         Some("*") => true,
         Some(_) => {
@@ -229,8 +229,8 @@ pub async fn delete(
     decoding: Decoding,
 ) -> Result<HttpResponse> {
     let path = file_path(tail, decoding)?;
-    let if_match = single_header(parts, &header::IF_MATCH)?;
-    service.delete(who, &path, if_match).await?;
+    let if_match = list_header(parts, &header::IF_MATCH)?;
+    service.delete(who, &path, if_match.as_deref()).await?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 

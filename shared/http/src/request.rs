@@ -81,21 +81,49 @@ impl Query {
     }
 }
 
-/// A header that may appear at most once, as text.
+/// A header that holds one value, as text. API Gateway joins a header sent on several
+/// lines into one comma-separated value, so a repeat is refused the same way on every
+/// transport: a second line, or a comma in the value, is a 400.
 pub fn single_header<'a>(parts: &'a Parts, name: &HeaderName) -> Result<Option<&'a str>> {
+    let once = || {
+        WorkspaceError::validation(format!(
+            "header {name} must be sent once, and its value may hold no comma"
+        ))
+    };
     let mut values = parts.headers.get_all(name).iter();
     let Some(first) = values.next() else {
         return Ok(None);
     };
     if values.next().is_some() {
-        return Err(WorkspaceError::validation(format!(
-            "header {name} must be sent at most once"
-        )));
+        return Err(once());
     }
-    first
-        .to_str()
-        .map(Some)
-        .map_err(|_| WorkspaceError::validation(format!("header {name} must be printable ASCII")))
+    let text = first.to_str().map_err(|_| {
+        WorkspaceError::validation(format!("header {name} must be printable ASCII"))
+    })?;
+    if text.contains(',') {
+        return Err(once());
+    }
+    Ok(Some(text))
+}
+
+/// A list-valued header (RFC 9110 §5.3): every line it was sent on, joined with ", ", which
+/// is how API Gateway hands repeated headers to a function, so both transports see the same
+/// value.
+pub fn list_header(parts: &Parts, name: &HeaderName) -> Result<Option<String>> {
+    let mut joined: Option<String> = None;
+    for value in parts.headers.get_all(name) {
+        let text = value.to_str().map_err(|_| {
+            WorkspaceError::validation(format!("header {name} must be printable ASCII"))
+        })?;
+        match joined.as_mut() {
+            Some(j) => {
+                j.push_str(", ");
+                j.push_str(text);
+            }
+            None => joined = Some(text.to_owned()),
+        }
+    }
+    Ok(joined)
 }
 
 /// The decoded query pairs, in order, repeats kept (what signed URLs are verified over).

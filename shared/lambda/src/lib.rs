@@ -52,9 +52,23 @@ pub async fn run(app: App) -> Result<(), Error> {
     let app = Arc::new(app);
     lambda_http::run(service_fn(move |req| {
         let app = app.clone();
-        async move { handle(&app, req).await }
+        async move { handle(&app, req).await.map(Exact) }
     }))
     .await
+}
+
+/// A response handed to the runtime exactly as built. `lambda_http` converts any other
+/// response body by its content type: a text-like type is decoded by its declared charset
+/// (BOM sniffed, invalid bytes replaced), which alters stored bytes on the way out.
+pub struct Exact(pub Response<Body>);
+
+impl lambda_http::IntoResponse for Exact {
+    // lambda_http names this type `ResponseFuture` but does not export the alias.
+    fn into_response(
+        self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>> {
+        Box::pin(std::future::ready(self.0))
+    }
 }
 
 /// One API Gateway event through the shared router.
@@ -75,9 +89,106 @@ pub async fn handle(app: &App, req: lambda_http::Request) -> Result<Response<Bod
         .get::<RouteLabel>()
         .map_or("unmatched", |r| r.0);
     tracing::info!(route, status = resp.status().as_u16(), "request");
-    Ok(resp.map(|b| match String::from_utf8(b.to_vec()) {
-        Ok(text) if text.is_empty() => Body::Empty,
+    let (parts, bytes) = resp.into_parts();
+    let body = lambda_body(&parts.headers, bytes.to_vec());
+    Ok(Response::from_parts(parts, body))
+}
+
+/// The Lambda body that carries `bytes` unchanged through API Gateway: plain text only when
+/// the gateway cannot reinterpret it (valid UTF-8, no byte-order mark, no other charset
+/// declared), base64 (`isBase64Encoded`) otherwise.
+pub fn lambda_body(headers: &http::HeaderMap, bytes: Vec<u8>) -> Body {
+    if bytes.is_empty() {
+        return Body::Empty;
+    }
+    let declares_other_charset = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ct| {
+            ct.split(';')
+                .skip(1)
+                .filter_map(|p| p.split_once('='))
+                .find(|(k, _)| k.trim().eq_ignore_ascii_case("charset"))
+                .map(|(_, v)| v.trim().trim_matches('"').to_owned())
+        })
+        .is_some_and(|cs| !cs.eq_ignore_ascii_case("utf-8") && !cs.eq_ignore_ascii_case("utf8"));
+    let encoded = headers.contains_key(http::header::CONTENT_ENCODING);
+    if declares_other_charset || encoded || bytes.starts_with(b"\xEF\xBB\xBF") {
+        return Body::Binary(bytes);
+    }
+    match String::from_utf8(bytes) {
         Ok(text) => Body::Text(text),
         Err(e) => Body::Binary(e.into_bytes()),
-    }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lambda_http::IntoResponse;
+
+    fn typed(ct: &str) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        h.insert(http::header::CONTENT_TYPE, ct.parse().unwrap());
+        h
+    }
+
+    /// What the runtime is handed for `bytes` served as `ct`.
+    async fn sent(ct: &str, bytes: &[u8]) -> Vec<u8> {
+        let headers = typed(ct);
+        let mut resp = Response::new(lambda_body(&headers, bytes.to_vec()));
+        *resp.headers_mut() = headers;
+        let out = Exact(resp).into_response().await;
+        out.body().as_ref().to_vec()
+    }
+
+    #[tokio::test]
+    async fn every_body_leaves_byte_for_byte() {
+        let cases: [(&str, &[u8]); 6] = [
+            ("text/plain", b"\xEF\xBB\xBFwith a byte-order mark"),
+            ("text/plain; charset=iso-8859-1", b"caf\xE9"),
+            ("text/plain", b"invalid \xFF\xFE utf-8"),
+            ("application/json; charset=utf-16", b"{\"a\":1}"),
+            ("text/markdown", b"nul \0 inside"),
+            ("application/octet-stream", &[0, 159, 146, 150]),
+        ];
+        for (ct, bytes) in cases {
+            assert_eq!(sent(ct, bytes).await, bytes, "{ct}");
+        }
+        let plain = Response::builder()
+            .header(http::header::CONTENT_TYPE, "text/plain")
+            .body(Body::Binary(b"\xEF\xBB\xBFx".to_vec()))
+            .unwrap();
+        assert_ne!(
+            plain.into_response().await.body().as_ref(),
+            b"\xEF\xBB\xBFx",
+            "lambda_http's own conversion strips the BOM (why Exact exists)"
+        );
+    }
+
+    #[test]
+    fn plain_utf8_stays_text_and_the_rest_goes_base64() {
+        assert!(matches!(
+            lambda_body(&typed("application/json"), b"{}".to_vec()),
+            Body::Text(_)
+        ));
+        assert!(matches!(
+            lambda_body(&typed("text/plain; charset=UTF-8"), "é".as_bytes().to_vec()),
+            Body::Text(_)
+        ));
+        for (ct, bytes) in [
+            ("text/plain", b"\xEF\xBB\xBFbom".to_vec()),
+            ("text/plain; charset=iso-8859-1", b"plain ascii".to_vec()),
+            ("text/plain", vec![0xFF]),
+        ] {
+            assert!(
+                matches!(lambda_body(&typed(ct), bytes), Body::Binary(_)),
+                "{ct}"
+            );
+        }
+        assert!(matches!(
+            lambda_body(&typed("text/plain"), Vec::new()),
+            Body::Empty
+        ));
+    }
 }

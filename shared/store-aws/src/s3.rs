@@ -140,11 +140,14 @@ pub(crate) async fn presign_object(
             .await
             .map_err(aws_err)?,
     };
-    let ttl_ms = i64::try_from(spec.expires_in_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+    // SigV4 signs the start time to the second (X-Amz-Date) and S3 ends the URL at that
+    // second plus X-Amz-Expires: advertise exactly that instant, never a later one.
+    let expires_at = workspace_core::signed_url::expiry_second(spec.now, spec.expires_in_seconds)
+        .saturating_mul(1000);
     Ok(PresignedUrl {
         url: req.uri().to_owned(),
         method: spec.method,
-        expires_at: spec.now.saturating_add(ttl_ms),
+        expires_at,
         headers: req
             .headers()
             .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))

@@ -120,13 +120,36 @@ pub fn check_header_value(name: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
+/// The members of an `If-Match` value: `*` or entity tags separated by commas (RFC 9110
+/// §13.1.1; repeated header lines arrive joined into one list). Commas inside a quoted tag
+/// do not separate; empty members are skipped, as the list syntax allows.
+fn etag_list(value: &str) -> Vec<&str> {
+    let mut members = Vec::new();
+    let (mut start, mut quoted) = (0, false);
+    for (i, c) in value.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                members.push(value[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    members.push(value[start..].trim());
+    members.retain(|m| !m.is_empty());
+    members
+}
+
+/// `If-Match`: the write goes ahead when any listed tag is the current etag (strong
+/// comparison, byte for byte), or the list holds `*` and the file exists.
 fn check_if_match(if_match: Option<&str>, head: &Option<Head>) -> Result<()> {
     let Some(expected) = if_match else {
         return Ok(());
     };
+    let members = etag_list(expected);
     match live(head) {
-        Some(_) if expected == "*" => Ok(()),
-        Some(h) if h.etag == expected => Ok(()),
+        Some(h) if members.iter().any(|m| *m == "*" || *m == h.etag) => Ok(()),
         Some(h) => Err(conflict(
             format!(
                 "If-Match {expected} does not match the current etag {}; read the file again and retry",
@@ -295,5 +318,19 @@ impl WorkspaceService {
         if let Err(e) = self.bodies.delete(body).await {
             tracing::warn!(error = %e, key = %body.key, "could not delete an uncommitted body");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::etag_list;
+
+    #[test]
+    fn if_match_is_a_list_of_tags() {
+        assert_eq!(etag_list(r#""1-a""#), [r#""1-a""#]);
+        assert_eq!(etag_list(r#""1-a", "2-b""#), [r#""1-a""#, r#""2-b""#]);
+        assert_eq!(etag_list(r#""1-a",,"2-b" ,"#), [r#""1-a""#, r#""2-b""#]);
+        assert_eq!(etag_list(r#""x,y", *"#), [r#""x,y""#, "*"]);
+        assert!(etag_list(" , ").is_empty());
     }
 }
