@@ -14,6 +14,7 @@ use std::sync::Arc;
 use workspace_core::blob::LocalPresign;
 use workspace_core::keys::KeyStore;
 use workspace_core::ports::{Clock, SystemClock};
+use workspace_core::sessions::ports::RegistryOf;
 use workspace_core::signed_url::UrlSigner;
 use workspace_http::{serve as routes, App};
 use workspace_store_embedded::keys::KeyFile;
@@ -273,7 +274,8 @@ async fn serve() -> Result<(), String> {
         stores.bodies.clone(),
         stores.secrets.clone(),
     );
-    let mut app = App::new(auth);
+    let registry = Arc::new(RegistryOf(stores.sessions.clone()));
+    let mut app = App::new(auth).with_registry(registry);
     if let Some(cache) = stores.cache.clone() {
         app = app.with_cache(services::cache(&settings, cache, stores.secrets.clone()));
     }

@@ -9,6 +9,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     let s = &aws.settings;
     let files = aws.files()?;
     let app = workspace_lambda::app(s)
+        .with_registry(aws.registry()?)
         .with_files(files)
         .advertising(s.limits, s.advertised_on_aws())
         .serve(serve::GET);

@@ -8,6 +8,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     let s = &aws.settings;
     let files = aws.metadata_files()?;
     let app = workspace_lambda::app(s)
+        .with_registry(aws.registry()?)
         .with_files(files)
         .serve(serve::LIST);
     workspace_lambda::run(app).await

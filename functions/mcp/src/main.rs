@@ -7,6 +7,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     let s = &aws.settings;
     let files = aws.files()?;
     let app = workspace_lambda::app(s)
+        .with_registry(aws.registry()?)
         .with_files(files)
         .serve(workspace_mcp::http::FUNCTION_ROUTES);
     workspace_lambda::run(app).await

@@ -1,4 +1,5 @@
-//! The 'presign' function: presigned blob URLs (signed here, no call to S3). S3 only.
+//! The 'presign' function: presigned blob URLs (signed here, no call to S3). S3, and the workspace registry (one DynamoDB read) for
+//! tenant-wide credentials.
 
 use workspace_http::serve;
 
@@ -7,6 +8,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     let aws = workspace_lambda::start().await?;
     let s = &aws.settings;
     let app = workspace_lambda::app(s)
+        .with_registry(aws.registry()?)
         .with_blobs(aws.blob_service()?)
         .serve(serve::PRESIGN);
     workspace_lambda::run(app).await

@@ -8,6 +8,9 @@ async fn main() -> Result<(), lambda_http::Error> {
     let aws = workspace_lambda::start().await?;
     let s = &aws.settings;
     let files = aws.files()?;
-    let app = workspace_lambda::app(s).with_files(files).serve(serve::PUT);
+    let app = workspace_lambda::app(s)
+        .with_registry(aws.registry()?)
+        .with_files(files)
+        .serve(serve::PUT);
     workspace_lambda::run(app).await
 }

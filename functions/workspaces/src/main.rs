@@ -18,6 +18,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     let sessions = services::sessions(s, aws.sessions()?, aws.bodies()?, aws.erasers()?, key);
     let files = aws.files()?;
     let app = workspace_lambda::app(s)
+        .with_registry(aws.registry()?)
         .with_files(files)
         .with_sessions(Arc::new(sessions))
         .serve(sessions::ROUTES);

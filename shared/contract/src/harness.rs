@@ -23,6 +23,9 @@ pub const KEY_EVIL: &str = "key-acme-evil-0123456789";
 pub const KEY_OTHER: &str = "key-acme-other-012345678";
 /// Every workspace of tenant `acme`, named per request in `X-Workspace-Id`.
 pub const KEY_TENANT: &str = "key-acme-tenant-wide-0001";
+/// Tenant `acme` too, for another user (`bob`): the registry keeps his workspaces and
+/// tenant-admin's apart.
+pub const KEY_TENANT_BOB: &str = "key-acme-tenant-wide-0002";
 /// `acme/main` with `workspace:read` only.
 pub const KEY_READ_ONLY: &str = "key-acme-main-readonly-01";
 
@@ -101,6 +104,7 @@ pub const IDENTITIES: &[(&str, &str, Option<&str>, &str, bool)] = &[
     (KEY_EVIL, "acme-evil", Some("main"), "mallory", true),
     (KEY_OTHER, "acme", Some("other"), "olga", true),
     (KEY_TENANT, "acme", None, "tenant-admin", true),
+    (KEY_TENANT_BOB, "acme", None, "bob", true),
     (KEY_READ_ONLY, "acme", Some("main"), "reader", false),
 ];
 

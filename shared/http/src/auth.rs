@@ -14,17 +14,20 @@ use workspace_core::{Access, Identity, Result, Scope, TenantId, WorkspaceError, 
 
 #[async_trait]
 pub trait Authenticator: Send + Sync {
-    async fn authenticate(&self, parts: &Parts) -> Result<Identity>;
+    /// What the credential grants: tenant, principal, access, and a workspace when the
+    /// credential is bound to one. Each transport reads it its own way (API keys here,
+    /// authorizer claims on Lambda); everything after is one rule ([`resolve`]).
+    async fn grant(&self, parts: &Parts) -> Result<Grant>;
+
+    /// The identity a request acts as, by [`resolve`] (no registry check: the app adds it).
+    async fn authenticate(&self, parts: &Parts) -> Result<Identity> {
+        resolve(&self.grant(parts).await?, parts)
+    }
 
     /// Tenant and principal alone, for the `/workspaces` API, which names no workspace in
     /// the credential (a tenant-wide key needs no `X-Workspace-Id` there).
     async fn caller(&self, parts: &Parts) -> Result<Caller> {
-        let who = self.authenticate(parts).await?;
-        Ok(Caller {
-            tenant: who.scope.tenant,
-            principal: who.principal,
-            access: who.access,
-        })
+        Ok(caller_of(&self.grant(parts).await?))
     }
 }
 
@@ -61,13 +64,14 @@ struct KeyEntry {
     grant: Grant,
 }
 
-/// What a key grants: one workspace, or every workspace of one tenant.
+/// What a credential grants: one workspace, or (tenant-wide) the workspaces of one tenant.
 #[derive(Debug, Clone)]
-struct Grant {
-    tenant: TenantId,
-    workspace: Option<WorkspaceId>,
-    principal: String,
-    access: Access,
+pub struct Grant {
+    pub tenant: TenantId,
+    /// `None`: tenant-wide; each request names its workspace in `X-Workspace-Id`.
+    pub workspace: Option<WorkspaceId>,
+    pub principal: String,
+    pub access: Access,
 }
 
 /// The header a tenant-wide credential names its workspace with.
@@ -183,7 +187,7 @@ impl ApiKeys {
 /// The workspace a request acts on: the key's own, or for a tenant-wide key the one named
 /// in `X-Workspace-Id`, always inside the key's tenant (the header names a workspace id,
 /// never a tenant). A bound key naming a different workspace is refused, not redirected.
-fn resolve(grant: &Grant, parts: &Parts) -> Result<Identity> {
+pub fn resolve(grant: &Grant, parts: &Parts) -> Result<Identity> {
     let named = single_header(parts, &http::HeaderName::from_static(WORKSPACE_HEADER))?
         .map(|w| {
             WorkspaceId::parse(w)
@@ -215,18 +219,10 @@ fn resolve(grant: &Grant, parts: &Parts) -> Result<Identity> {
 
 #[async_trait]
 impl Authenticator for ApiKeys {
-    async fn authenticate(&self, parts: &Parts) -> Result<Identity> {
-        let token = bearer_token(parts)?;
-        let grant = self
-            .lookup(token)
-            .ok_or_else(|| WorkspaceError::Unauthenticated("unknown API key".to_owned()))?;
-        resolve(grant, parts)
-    }
-
-    async fn caller(&self, parts: &Parts) -> Result<Caller> {
+    async fn grant(&self, parts: &Parts) -> Result<Grant> {
         let token = bearer_token(parts)?;
         self.lookup(token)
-            .map(caller_of)
+            .cloned()
             .ok_or_else(|| WorkspaceError::Unauthenticated("unknown API key".to_owned()))
     }
 }
@@ -245,17 +241,13 @@ impl ManagedKeys {
 
 #[async_trait]
 impl Authenticator for ManagedKeys {
-    async fn authenticate(&self, parts: &Parts) -> Result<Identity> {
-        resolve(&self.grant(parts).await?, parts)
-    }
-
-    async fn caller(&self, parts: &Parts) -> Result<Caller> {
-        Ok(caller_of(&self.grant(parts).await?))
+    async fn grant(&self, parts: &Parts) -> Result<Grant> {
+        self.stored_grant(parts).await
     }
 }
 
 impl ManagedKeys {
-    async fn grant(&self, parts: &Parts) -> Result<Grant> {
+    async fn stored_grant(&self, parts: &Parts) -> Result<Grant> {
         let token = bearer_token(parts)?;
         let unknown = || WorkspaceError::Unauthenticated("unknown or revoked API key".to_owned());
         let key = self
@@ -284,21 +276,10 @@ pub struct AnyOf(pub Vec<Arc<dyn Authenticator>>);
 
 #[async_trait]
 impl Authenticator for AnyOf {
-    async fn authenticate(&self, parts: &Parts) -> Result<Identity> {
+    async fn grant(&self, parts: &Parts) -> Result<Grant> {
         let mut last = WorkspaceError::Unauthenticated("unknown API key".to_owned());
         for a in &self.0 {
-            match a.authenticate(parts).await {
-                Err(e @ WorkspaceError::Unauthenticated(_)) => last = e,
-                decided => return decided,
-            }
-        }
-        Err(last)
-    }
-
-    async fn caller(&self, parts: &Parts) -> Result<Caller> {
-        let mut last = WorkspaceError::Unauthenticated("unknown API key".to_owned());
-        for a in &self.0 {
-            match a.caller(parts).await {
+            match a.grant(parts).await {
                 Err(e @ WorkspaceError::Unauthenticated(_)) => last = e,
                 decided => return decided,
             }

@@ -32,7 +32,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use workspace_core::blob::{BlobLimits, BlobService};
 use workspace_core::cache::{CacheLimits, CacheService};
-use workspace_core::sessions::SessionService;
+use workspace_core::sessions::ports::WorkspaceRegistry;
+use workspace_core::sessions::{SessionService, REGISTERED_PREFIX};
 use workspace_core::{Identity, Limits, Result, WorkspaceError, WorkspaceService};
 
 pub(crate) fn require_read(who: &Identity) -> Result<()> {
@@ -79,6 +80,9 @@ pub struct App {
     pub cache: Option<Arc<CacheService>>,
     /// The workspace service for agent sessions (`/workspaces`), where this process serves it.
     pub sessions: Option<Arc<SessionService>>,
+    /// The workspace registry, which a tenant-wide credential naming a registered
+    /// workspace is checked against. Without one, such a request is refused (fail closed).
+    pub registry: Option<Arc<dyn WorkspaceRegistry>>,
     /// The file limits this deployment enforces (advertised, and bounding request bodies).
     pub limits: Limits,
     pub advertised: Advertised,
@@ -99,6 +103,7 @@ impl App {
             blobs: None,
             cache: None,
             sessions: None,
+            registry: None,
             limits: Limits::default(),
             advertised: Advertised::default(),
             handlers: HashMap::new(),
@@ -133,6 +138,11 @@ impl App {
 
     pub fn with_sessions(mut self, sessions: Arc<SessionService>) -> Self {
         self.sessions = Some(sessions);
+        self
+    }
+
+    pub fn with_registry(mut self, registry: Arc<dyn WorkspaceRegistry>) -> Self {
+        self.registry = Some(registry);
         self
     }
 
@@ -284,9 +294,26 @@ impl App {
     }
 
     /// The caller, from the credential alone; a request that also names a tenant or
-    /// workspace (header, query or body) must name the credential's own (WCT-1).
+    /// workspace (header, query or body) must name the credential's own (WCT-1). A
+    /// tenant-wide credential that names a registered workspace (`ws-…`) reaches it only if
+    /// the registry holds it for the credential's own user: another user's is not found,
+    /// as on the `/workspaces` routes.
     pub async fn identify(&self, parts: &http::request::Parts, body: &Bytes) -> Result<Identity> {
-        let who = self.auth.authenticate(parts).await?;
+        let grant = self.auth.grant(parts).await?;
+        let who = auth::resolve(&grant, parts)?;
+        let ws = &who.scope.workspace;
+        if grant.workspace.is_none() && ws.as_str().starts_with(REGISTERED_PREFIX) {
+            let mine = match &self.registry {
+                Some(r) => {
+                    r.is_registered_to(&who.scope.tenant, &who.principal, ws)
+                        .await?
+                }
+                None => false,
+            };
+            if !mine {
+                return Err(WorkspaceError::not_found(format!("no workspace {ws}")));
+            }
+        }
         scope_check::names_only_its_own_scope(&who, parts, body)?;
         Ok(who)
     }

@@ -1,13 +1,12 @@
 //! The API-key authorizer for the HTTP API (`functions/authorizer`): resolves a bearer key
 //! by its digest in the DynamoDB table into the same identity the JWT path produces, handed
 //! to the route functions as the authorizer context under the configured claim names. A
-//! tenant-wide key takes its workspace from `X-Workspace-Id`, inside its own tenant.
+//! tenant-wide key names no workspace: the route function resolves its `X-Workspace-Id`.
 //! Answers in the HTTP API "simple response" format.
 
 use crate::identity::ClaimNames;
 use serde_json::{json, Map, Value};
 use workspace_core::keys::{key_digest, KeyStore};
-use workspace_core::WorkspaceId;
 
 fn deny() -> Value {
     json!({ "isAuthorized": false })
@@ -42,13 +41,6 @@ pub async fn authorize<K: KeyStore + ?Sized>(
             return deny();
         }
     };
-    let named = header("x-workspace-id");
-    let workspace = match (&key.workspace, named) {
-        (Some(own), None) => own.clone(),
-        (Some(own), Some(n)) if own == n => own.clone(),
-        (None, Some(n)) if WorkspaceId::parse(n).is_ok() => n.to_owned(),
-        _ => return deny(),
-    };
     let mut scopes = Vec::new();
     if key.read {
         scopes.push("workspace:read");
@@ -58,7 +50,13 @@ pub async fn authorize<K: KeyStore + ?Sized>(
     }
     let mut context = Map::new();
     context.insert(names.tenant.clone(), Value::from(key.tenant.clone()));
-    context.insert(names.workspace.clone(), Value::from(workspace));
+    // Only a bound key names its workspace here. A tenant-wide key's `X-Workspace-Id` is
+    // resolved by the route function, by the same rule as on the local server (so its
+    // refusals carry our envelope, and a registered workspace is checked against the
+    // registry there).
+    if let Some(own) = &key.workspace {
+        context.insert(names.workspace.clone(), Value::from(own.clone()));
+    }
     context.insert(names.principal.clone(), Value::from(key.principal.clone()));
     context.insert(names.scopes.clone(), Value::from(scopes.join(" ")));
     json!({ "isAuthorized": true, "context": context })

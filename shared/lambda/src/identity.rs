@@ -1,13 +1,13 @@
 //! Identity on Lambda: tenant, workspace and principal come from the API Gateway authorizer
 //! context (JWT claims, or a Lambda authorizer's context), under configurable claim names.
-//! A request without them is 401; there is never a default tenant.
+//! A request without tenant and principal is 401; there is never a default tenant. A token
+//! without the workspace claim is tenant-wide, as on the local server (`workspace_http::auth`).
 
 use async_trait::async_trait;
 use http::request::Parts;
 use lambda_http::request::RequestContext;
-use workspace_core::sessions::Caller;
-use workspace_core::{Access, Identity, Result, Scope, TenantId, WorkspaceError};
-use workspace_http::auth::Authenticator;
+use workspace_core::{Access, Result, TenantId, WorkspaceError, WorkspaceId};
+use workspace_http::auth::{Authenticator, Grant};
 
 pub use workspace_wiring::ClaimNames;
 
@@ -72,34 +72,26 @@ impl AuthorizerClaims {
 
 #[async_trait]
 impl Authenticator for AuthorizerClaims {
-    async fn authenticate(&self, parts: &Parts) -> Result<Identity> {
-        let claim = claims(parts)?;
-        let need = |name: &str| {
-            claim(name).ok_or_else(|| unauthenticated(&format!("claim '{name}' is missing")))
-        };
-        let tenant = need(&self.names.tenant)?;
-        let workspace = need(&self.names.workspace)?;
-        let principal = need(&self.names.principal)?;
-        let scope = Scope::parse(&tenant, &workspace)
-            .map_err(|e| unauthenticated(&format!("claims name an invalid scope ({e})")))?;
-        Ok(Identity {
-            scope,
-            principal,
-            access: self.access(&claim),
-        })
-    }
-
-    /// The `/workspaces` API needs tenant and principal only: a user-level token without
-    /// a workspace claim may call it.
-    async fn caller(&self, parts: &Parts) -> Result<Caller> {
+    /// Tenant and principal are required; the workspace claim binds the token to one
+    /// workspace, and without it the token is tenant-wide (it names its workspace in
+    /// `X-Workspace-Id`), exactly as an API key on the local server.
+    async fn grant(&self, parts: &Parts) -> Result<Grant> {
         let claim = claims(parts)?;
         let need = |name: &str| {
             claim(name).ok_or_else(|| unauthenticated(&format!("claim '{name}' is missing")))
         };
         let tenant = TenantId::parse(&need(&self.names.tenant)?)
             .map_err(|e| unauthenticated(&format!("claims name an invalid tenant ({e})")))?;
-        Ok(Caller {
+        let workspace = claim(&self.names.workspace)
+            .map(|w| {
+                WorkspaceId::parse(&w).map_err(|e| {
+                    unauthenticated(&format!("claims name an invalid workspace ({e})"))
+                })
+            })
+            .transpose()?;
+        Ok(Grant {
             tenant,
+            workspace,
             principal: need(&self.names.principal)?,
             access: self.access(&claim),
         })

@@ -94,7 +94,7 @@ async fn stored_keys_authorize_as_the_same_identity_the_functions_accept() {
 }
 
 #[tokio::test]
-async fn unknown_keys_and_foreign_workspaces_are_denied() {
+async fn unknown_keys_are_denied_and_workspaces_resolved_by_the_function() {
     let env = testing::fresh(None).await;
     let store = DynamoKeys::new(env.clients.dynamodb.clone(), &env.table);
     let (bound, _) = store_key(&store, "acme", Some("main"), false).await;
@@ -103,18 +103,64 @@ async fn unknown_keys_and_foreign_workspaces_are_denied() {
 
     deny(authorize(&store, &names(), &request("wsk_0_unknown", None)).await);
     deny(authorize(&store, &names(), &json!({"headers": {}})).await);
-    deny(authorize(&store, &names(), &request(&bound, Some("other"))).await);
-    deny(authorize(&store, &names(), &request(&wide, None)).await);
-    deny(authorize(&store, &names(), &request(&wide, Some("../main"))).await);
 
-    let ok = authorize(&store, &names(), &request(&bound, Some("main"))).await;
-    assert_eq!(ok["context"]["scope"], "workspace:read");
-    let ok = authorize(&store, &names(), &request(&wide, Some("other"))).await;
+    // The authorizer hands over what the key grants, whatever the request names: a bound
+    // key its workspace, a tenant-wide key none.
+    let ok = authorize(&store, &names(), &request(&bound, Some("other"))).await;
     assert_eq!(
-        (
-            ok["context"]["tenant_id"].as_str(),
-            ok["context"]["workspace_id"].as_str()
-        ),
-        (Some("acme"), Some("other"))
+        ok["context"],
+        json!({"tenant_id": "acme", "workspace_id": "main", "sub": "ci-bot", "scope": "workspace:read"})
     );
+    let ok = authorize(&store, &names(), &request(&wide, None)).await;
+    assert_eq!(
+        ok["context"],
+        json!({"tenant_id": "acme", "sub": "ci-bot", "scope": "workspace:read workspace:write"})
+    );
+
+    // The route function resolves X-Workspace-Id by the local server's rule, with our
+    // envelope: a bound key naming another is 403, a tenant-wide key must name a valid one.
+    let dir = tempfile::tempdir().unwrap();
+    let app = common::app("list", dir.path());
+    let code = |r: (u16, Value)| (r.0, r.1["error"].as_str().map(str::to_owned));
+    assert_eq!(
+        code(list_as(&store, &app, &bound, Some("other")).await),
+        (403, Some("forbidden".into()))
+    );
+    assert_eq!(
+        code(list_as(&store, &app, &wide, None).await),
+        (400, Some("validation_error".into()))
+    );
+    assert_eq!(
+        code(list_as(&store, &app, &wide, Some("../main")).await),
+        (400, Some("validation_error".into()))
+    );
+    let (status, body) = list_as(&store, &app, &wide, Some("other")).await;
+    assert_eq!((status, &body["files"]), (200, &json!([])), "{body}");
+}
+
+/// GET /v1/host/workspace/files through the function, with the authorizer's context for
+/// `key` and `named` in `X-Workspace-Id`.
+async fn list_as(
+    store: &DynamoKeys,
+    app: &workspace_http::App,
+    key: &str,
+    named: Option<&str>,
+) -> (u16, Value) {
+    let mut ev = event("list-files.json");
+    ev["requestContext"]["authorizer"] =
+        json!({ "lambda": authorize_now(store, key, named).await });
+    if let Some(w) = named {
+        ev["headers"]["x-workspace-id"] = Value::from(w);
+    }
+    let req = lambda_http::request::from_str(&ev.to_string()).unwrap();
+    let resp = workspace_lambda::handle(app, req).await.unwrap();
+    let body: Value = serde_json::from_slice(resp.body().as_ref()).unwrap();
+    (resp.status().as_u16(), body)
+}
+
+/// The authorizer's context for `key` naming `named`.
+async fn authorize_now(store: &DynamoKeys, key: &str, named: Option<&str>) -> Value {
+    let answer = authorize(store, &names(), &request(key, named)).await;
+    assert_eq!(answer["isAuthorized"], true, "{answer}");
+    answer["context"].clone()
 }

@@ -29,6 +29,63 @@ async fn call(app: &workspace_http::App, ev: &Value) -> (u16, Value) {
     (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
 }
 
+/// `file`'s request sent with the identity of `events/workspaces-create.json` (a user token
+/// with no workspace claim) as user `sub`, naming `workspace` in `X-Workspace-Id`.
+fn as_user(file: &str, sub: &str, workspace: &str) -> Value {
+    let mut ev = event(file, workspace);
+    let mut auth =
+        event("workspaces-create.json", workspace)["requestContext"]["authorizer"].clone();
+    auth["jwt"]["claims"]["sub"] = Value::from(sub);
+    ev["requestContext"]["authorizer"] = auth;
+    ev["headers"]["x-workspace-id"] = Value::from(workspace);
+    ev
+}
+
+#[tokio::test]
+async fn a_token_without_a_workspace_claim_reaches_its_users_registered_workspaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = common::app_of(&["workspaces", "get", "list", "put"], dir.path());
+    let (s, ws) = call(&app, &event("workspaces-create.json", SAMPLE_ID)).await;
+    assert_eq!(s, 201, "{ws}");
+    let id = ws["workspaceId"].as_str().unwrap().to_owned();
+    let claims =
+        &event("workspaces-create.json", &id)["requestContext"]["authorizer"]["jwt"]["claims"];
+    assert!(claims.get("workspace_id").is_none(), "{claims}");
+
+    let (s, v) = call(&app, &as_user("put-file.json", "user-1", &id)).await;
+    assert_eq!((s, &v["version"]), (200, &Value::from(1)), "{v}");
+    let (s, v) = call(&app, &as_user("get-file.json", "user-1", &id)).await;
+    assert_eq!((s, &v["content"]), (200, &Value::from("hello")), "{v}");
+    let (s, v) = call(&app, &as_user("list-files.json", "user-1", &id)).await;
+    assert_eq!(
+        (s, v["files"].as_array().map(Vec::len)),
+        (200, Some(1)),
+        "{v}"
+    );
+
+    // Another user of the tenant: the registry does not hold it for them.
+    for file in ["get-file.json", "list-files.json", "put-file.json"] {
+        let (s, v) = call(&app, &as_user(file, "user-2", &id)).await;
+        assert_eq!(
+            (s, &v["error"]),
+            (404, &Value::from("not_found")),
+            "{file}: {v}"
+        );
+    }
+    // Without X-Workspace-Id the token names no workspace: 400, as for a tenant-wide key.
+    let mut bare = as_user("list-files.json", "user-1", &id);
+    bare["headers"]
+        .as_object_mut()
+        .unwrap()
+        .remove("x-workspace-id");
+    let (s, v) = call(&app, &bare).await;
+    assert_eq!(
+        (s, &v["error"]),
+        (400, &Value::from("validation_error")),
+        "{v}"
+    );
+}
+
 #[tokio::test]
 async fn recorded_workspace_events_run_through_the_workspaces_function() {
     let dir = tempfile::tempdir().unwrap();

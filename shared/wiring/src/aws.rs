@@ -70,7 +70,7 @@ mod dynamodb {
     use workspace_core::keys::KeyStore;
     use workspace_core::ports::{MetaStore, NoBodies};
     use workspace_core::secrets::{NoSecrets, SecretStore};
-    use workspace_core::sessions::ports::SessionStore;
+    use workspace_core::sessions::ports::{RegistryOf, SessionStore, WorkspaceRegistry};
     use workspace_core::WorkspaceService;
     use workspace_store_aws::keys_table::DynamoKeys;
     use workspace_store_aws::secrets_table::DynamoSecrets;
@@ -101,6 +101,15 @@ mod dynamodb {
         /// The key table as its own type (the authorizer reads it without dynamic dispatch).
         pub fn key_table(&self) -> Result<DynamoKeys, String> {
             Ok(DynamoKeys::new(self.dynamodb(), self.table()?))
+        }
+
+        /// The workspace registry identity resolution reads (one GetItem; the concrete
+        /// type keeps the rest of the sessions adapter out of functions that only check).
+        pub fn registry(&self) -> Result<Arc<dyn WorkspaceRegistry>, String> {
+            Ok(Arc::new(RegistryOf(Arc::new(DynamoSessions::new(
+                self.dynamodb(),
+                self.table()?,
+            )))))
         }
 
         pub fn sessions(&self) -> Result<Arc<dyn SessionStore>, String> {

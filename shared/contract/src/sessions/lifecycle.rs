@@ -107,7 +107,27 @@ pub async fn delete_workspace_leaves_nothing_behind(h: SessionHarness) {
     h.delete_uri(KEY_TENANT, &format!("/workspaces/{ws}"))
         .await
         .assert_error(404, "not_found");
-    assert_eq!(file_count(&h, &ws).await, 0);
+    // Gone from the registry, so its id reaches nothing any more: listing or writing is 404.
+    h.call(Method::GET, "/v1/host/workspace/files", Some(KEY_TENANT))
+        .header("x-workspace-id", &ws)
+        .send()
+        .await
+        .assert_error(404, "not_found");
+    h.call(
+        Method::PUT,
+        "/v1/host/workspace/files/late.md",
+        Some(KEY_TENANT),
+    )
+    .header("x-workspace-id", &ws)
+    .json(&json!({ "content": "too late" }))
+    .send()
+    .await
+    .assert_error(404, "not_found");
+    assert_eq!(
+        h.remains(&ws).await,
+        (0, 0),
+        "nothing was written after the delete"
+    );
     let listed = h.get_uri(KEY_TENANT, "/workspaces").await.assert_ok();
     assert_eq!(listed["workspaces"].as_array().map(Vec::len), Some(1));
     // The sibling workspace is untouched.

@@ -14,7 +14,7 @@ use http::Method;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use workspace_core::ports::RandomIds;
-use workspace_core::sessions::ports::{BodyEraser, SessionStore};
+use workspace_core::sessions::ports::{BodyEraser, RegistryOf, SessionStore};
 use workspace_core::sessions::token::TokenKey;
 use workspace_core::sessions::{SessionLimits, SessionService};
 use workspace_core::Scope;
@@ -66,8 +66,9 @@ impl SessionHarness {
         );
         let svc = Arc::new(svc);
         let s = svc.clone();
+        let registry = Arc::new(RegistryOf(b.sessions.clone()));
         Self {
-            h: h.map_app(move |app| app.with_sessions(s)),
+            h: h.map_app(move |app| app.with_sessions(s).with_registry(registry)),
             svc,
             store: b.sessions,
         }

@@ -1,7 +1,7 @@
 //! Workspace lifecycle: idempotent local create, scope validation, get/list, isolation.
 
 use super::{history, SessionHarness};
-use crate::harness::{KEY_A, KEY_EVIL, KEY_READ_ONLY, KEY_TENANT};
+use crate::harness::{KEY_A, KEY_EVIL, KEY_READ_ONLY, KEY_TENANT, KEY_TENANT_BOB};
 use http::{Method, StatusCode};
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -213,6 +213,60 @@ pub async fn workspaces_get_list_page_and_open_to_the_files_api(h: SessionHarnes
         .send()
         .await;
     assert_eq!(read.assert_ok()["content"], "hello");
+
+    // The registry decides which registered workspace a tenant-wide credential reaches: its
+    // own user's. Another user of the same tenant gets 404 on every family, and changes
+    // nothing; an id the registry never issued is 404 too.
+    let as_bob = |method: Method, uri: &str, ws: &str| {
+        h.call(method, uri, Some(KEY_TENANT_BOB))
+            .header("x-workspace-id", ws)
+    };
+    as_bob(Method::GET, "/v1/host/workspace/files/notes.md", &local)
+        .send()
+        .await
+        .assert_error(404, "not_found");
+    as_bob(Method::PUT, "/v1/host/workspace/files/notes.md", &local)
+        .json(&json!({ "content": "bob was here" }))
+        .send()
+        .await
+        .assert_error(404, "not_found");
+    as_bob(Method::GET, "/v1/host/workspace/files", &local)
+        .send()
+        .await
+        .assert_error(404, "not_found");
+    as_bob(Method::GET, "/v1/host/blob/default", &local)
+        .send()
+        .await
+        .assert_error(404, "not_found");
+    as_bob(Method::GET, "/v1/host/cache/k", &local)
+        .send()
+        .await
+        .assert_error(404, "not_found");
+    let unissued = format!("ws-{}", "0".repeat(32));
+    h.call(Method::GET, "/v1/host/workspace/files", Some(KEY_TENANT))
+        .header("x-workspace-id", &unissued)
+        .send()
+        .await
+        .assert_error(404, "not_found");
+    let again = h
+        .call(
+            Method::GET,
+            "/v1/host/workspace/files/notes.md",
+            Some(KEY_TENANT),
+        )
+        .header("x-workspace-id", &local)
+        .send()
+        .await;
+    assert_eq!(again.assert_ok()["version"], 1, "bob changed nothing");
+    // Bob's own workspace is his to use.
+    let bobs = h
+        .create(KEY_TENANT_BOB, json!({ "workspaceScope": "general" }))
+        .await;
+    as_bob(Method::PUT, "/v1/host/workspace/files/notes.md", &bobs)
+        .json(&json!({ "content": "bob's" }))
+        .send()
+        .await
+        .assert_ok();
 }
 
 pub async fn naming_another_tenant_or_user_is_forbidden(h: SessionHarness) {

@@ -18,6 +18,11 @@ use ports::{BodyEraser, Created, SessionStore};
 use std::sync::Arc;
 use token::TokenKey;
 
+/// Workspace ids that begin with this are the registry's (`POST /workspaces` issues them):
+/// a tenant-wide credential reaches one only if the registry holds it for the credential's
+/// own user. Other ids name tenant-level workspaces.
+pub const REGISTERED_PREFIX: &str = "ws-";
+
 /// Longest accepted `localPath`.
 pub const MAX_LOCAL_PATH_LEN: usize = 1024;
 /// Largest page of `GET /workspaces`.
@@ -141,7 +146,7 @@ impl SessionService {
         };
         let now = self.now();
         // Workspace ids are valid `WorkspaceId`s, so the files API addresses them too.
-        let id = format!("ws-{}", self.ids.new_id());
+        let id = format!("{REGISTERED_PREFIX}{}", self.ids.new_id());
         WorkspaceId::parse(&id)?;
         let rec = WorkspaceRecord {
             tenant: caller.tenant.to_string(),

@@ -72,3 +72,31 @@ pub trait BodyEraser: Send + Sync {
     async fn erase_prefix(&self, prefix: &str) -> Result<u64>;
     async fn count_prefix(&self, prefix: &str) -> Result<u64>;
 }
+
+/// The workspace registry as identity resolution reads it: is a registered workspace the
+/// user's? One read; kept apart from [`SessionStore`] so a function that only resolves
+/// identities links only that read.
+#[async_trait]
+pub trait WorkspaceRegistry: Send + Sync {
+    async fn is_registered_to(
+        &self,
+        tenant: &TenantId,
+        user: &str,
+        id: &WorkspaceId,
+    ) -> Result<bool>;
+}
+
+/// The registry of a session store.
+pub struct RegistryOf<S: ?Sized>(pub std::sync::Arc<S>);
+
+#[async_trait]
+impl<S: SessionStore + ?Sized> WorkspaceRegistry for RegistryOf<S> {
+    async fn is_registered_to(
+        &self,
+        tenant: &TenantId,
+        user: &str,
+        id: &WorkspaceId,
+    ) -> Result<bool> {
+        Ok(self.0.workspace(tenant, user, id).await?.is_some())
+    }
+}

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use workspace_core::sessions::ports::RegistryOf;
 use workspace_core::sessions::token::TokenKey;
 use workspace_http::{serve, App};
 use workspace_store_embedded::secrets::SecretFile;
@@ -12,6 +13,11 @@ use workspace_wiring::{services, Settings};
 
 /// `function`'s app over the embedded store in `dir` (which admits one opener at a time).
 pub fn app(function: &str, dir: &Path) -> App {
+    app_of(&[function], dir)
+}
+
+/// One app serving the routes of each of `functions`, over one embedded store.
+pub fn app_of(functions: &[&str], dir: &Path) -> App {
     let settings = Settings::from_source(|_| None).expect("default settings");
     let store = Arc::new(EmbeddedStore::open(dir).expect("embedded store"));
     let secrets = Arc::new(SecretFile::new(dir));
@@ -24,9 +30,22 @@ pub fn app(function: &str, dir: &Path) -> App {
         TokenKey::random(),
     );
     workspace_lambda::app(&settings)
+        .with_registry(Arc::new(RegistryOf(store.clone())))
         .with_files(files)
         .with_cache(services::cache(&settings, store.clone(), secrets))
         .with_blobs(services::blobs(&settings, store))
         .with_sessions(Arc::new(sessions))
-        .serve(serve::of_function(function).expect("an HTTP function"))
+        .serve_each(functions)
+}
+
+trait ServeEach {
+    fn serve_each(self, functions: &[&str]) -> Self;
+}
+
+impl ServeEach for App {
+    fn serve_each(self, functions: &[&str]) -> Self {
+        functions.iter().fold(self, |app, f| {
+            app.serve(serve::of_function(f).expect("an HTTP function"))
+        })
+    }
 }
