@@ -67,6 +67,10 @@ const DIFF: &str = "/v1/host/workspace/diff/{path+}";
 const SNAPSHOTS: &str = "/v1/host/workspace/snapshots";
 const SNAPSHOT: &str = "/v1/host/workspace/snapshots/{id}";
 
+/// The function behind API Gateway's `$default` route, which receives every request no row
+/// matches; it answers from this table like the local server (404, or 405 with `Allow`).
+pub const UNMATCHED_FUNCTION: &str = "get";
+
 pub const ROUTES: &[RouteSpec] = &[
     RouteSpec {
         method: Method::GET,

@@ -124,3 +124,42 @@ async fn scopes_in_the_token_decide_reads_and_writes() {
     let (s, v) = call(&app("put", dir.path()), &ev).await;
     assert_eq!(s, 200, "{v}");
 }
+
+/// What API Gateway hands the `$default` route's function for `method path` (no authorizer).
+fn unmatched(method: &str, path: &str) -> Value {
+    let mut ev = event("health.json");
+    ev["routeKey"] = Value::from("$default");
+    ev["requestContext"]["routeKey"] = Value::from("$default");
+    ev["rawPath"] = Value::from(path);
+    ev["requestContext"]["http"]["path"] = Value::from(path);
+    ev["requestContext"]["http"]["method"] = Value::from(method);
+    ev
+}
+
+#[tokio::test]
+async fn requests_no_route_matches_get_the_envelope_from_the_default_routes_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(workspace_http::routes::UNMATCHED_FUNCTION, dir.path());
+    for method in ["GET", "DELETE"] {
+        let req = lambda_http::request::from_str(&unmatched(method, "/mcp").to_string()).unwrap();
+        let resp = handle(&app, req).await.unwrap();
+        assert_eq!(resp.status().as_u16(), 405, "{method} /mcp");
+        assert_eq!(resp.headers()["allow"], "POST", "{method} /mcp");
+        let v: Value = serde_json::from_slice(resp.body().as_ref()).unwrap();
+        assert_eq!(v["error"], "method_not_allowed", "{v}");
+    }
+    let (s, v) = call(&app, &unmatched("DELETE", "/v1/host/workspace/snapshots")).await;
+    assert_eq!(
+        (s, v["error"].as_str()),
+        (405, Some("method_not_allowed")),
+        "{v}"
+    );
+    for path in ["/v1/nope", "/", "/v1/host/workspace"] {
+        let (s, v) = call(&app, &unmatched("GET", path)).await;
+        assert_eq!(
+            (s, v["error"].as_str()),
+            (404, Some("not_found")),
+            "{path}: {v}"
+        );
+    }
+}
