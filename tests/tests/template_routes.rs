@@ -163,3 +163,29 @@ fn recorded_events_name_routes_of_the_table() {
         "expected the recorded events, found {checked}"
     );
 }
+
+/// API Gateway's HTTP API integration gives up after 30 s whatever the function's timeout:
+/// a function behind a route that ran longer would keep working after its caller got 503.
+#[test]
+fn no_http_function_outlives_the_integration_timeout() {
+    let t = template();
+    let global = t["Globals"]["Function"]["Timeout"]
+        .as_i64()
+        .expect("global Timeout");
+    let mut checked = 0;
+    for (id, res) in t["Resources"].as_hash().expect("Resources") {
+        let serves_http = res["Properties"]["Events"]
+            .as_hash()
+            .is_some_and(|e| e.values().any(|ev| ev["Type"].as_str() == Some("HttpApi")));
+        if !serves_http {
+            continue;
+        }
+        let timeout = res["Properties"]["Timeout"].as_i64().unwrap_or(global);
+        assert!(
+            timeout <= 29,
+            "{id:?}: Timeout {timeout} s is over the 30 s integration limit"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "found {checked} HTTP functions");
+}
