@@ -1,4 +1,12 @@
-//! Cross-crate tests live in `tests/`; this library holds what several of them share.
+//! Cross-crate tests live in `tests/`; this library holds what several of them share:
+//! the functions under the Runtime Interface Emulator ([`rie`]), API Gateway HTTP API
+//! payload-2.0 events built from HTTP requests ([`apigw`]), and the local server as a
+//! process ([`local`]).
+
+pub mod apigw;
+pub mod b64;
+pub mod local;
+pub mod rie;
 
 use std::path::{Path, PathBuf};
 
@@ -21,4 +29,14 @@ pub fn cargo(args: &[&str]) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
+}
+
+/// Where `cargo build` puts this profile's binaries: the directory above the running test
+/// binary (`<target>/debug/deps`).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/debug")
+        .to_owned()
 }

@@ -8,131 +8,13 @@
 //! same binaries `sam build` makes for arm64.
 
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::collections::BTreeSet;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 use workspace_core::keys::KeyStore;
 use workspace_store_aws::keys_table::DynamoKeys;
 use workspace_store_aws::testing;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
-/// One function under the Runtime Interface Emulator, stopped (with its bootstrap) on drop.
-struct Emulated {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Emulated {
-    fn drop(&mut self) {
-        let pgid = format!("-{}", self.child.id());
-        let _ = Command::new("kill").args(["-KILL", "--", &pgid]).status();
-        let _ = self.child.wait();
-    }
-}
-
-/// The functions of template.yaml as `sam local invoke` would run them with `env_json`.
-struct Sam {
-    rie: PathBuf,
-    functions: HashMap<String, (String, HashMap<String, String>)>,
-}
-
-fn sam_local(env_json: &Path) -> Sam {
-    let python = root().join(".venv/bin/python");
-    let out = Command::new(&python)
-        .current_dir(root())
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", std::env::temp_dir())
-        .env("SAM_CLI_TELEMETRY", "0")
-        .args(["tests/sam_local_env.py", "template.yaml"])
-        .arg(env_json)
-        .output()
-        .expect("tests/run.sh installs aws-sam-cli into .venv");
-    assert!(
-        out.status.success(),
-        "sam_local_env.py: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON from sam_local_env.py");
-    let functions = v["functions"]
-        .as_object()
-        .expect("functions")
-        .iter()
-        .map(|(id, f)| {
-            let env = f["env"]
-                .as_object()
-                .expect("env")
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                .collect();
-            let binary = f["binary"].as_str().expect("BuildProperties.Binary");
-            (id.clone(), (binary.to_owned(), env))
-        })
-        .collect();
-    Sam {
-        rie: PathBuf::from(v["rie"].as_str().expect("rie")),
-        functions,
-    }
-}
-
-/// Builds every function's bootstrap for this host (the test's own target directory).
-fn build_bootstraps(sam: &Sam) -> PathBuf {
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(root()).args(["build", "--quiet"]);
-    for (binary, _) in sam.functions.values() {
-        cmd.args(["--bin", binary]);
-    }
-    assert!(cmd.status().expect("cargo build").success(), "cargo build");
-    // This test runs from <target>/debug/deps.
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/debug")
-        .to_owned()
-}
-
-fn emulate(sam: &Sam, logical_id: &str, bin_dir: &Path) -> Emulated {
-    use std::os::unix::process::CommandExt;
-    let (binary, env) = &sam.functions[logical_id];
-    let port = free_port();
-    // Each emulator also serves its bootstrap a Runtime API, on a port of its own.
-    let child = Command::new(&sam.rie)
-        .args([
-            "--runtime-interface-emulator-address",
-            &format!("127.0.0.1:{port}"),
-            "--runtime-api-address",
-            &format!("127.0.0.1:{}", free_port()),
-        ])
-        .arg(bin_dir.join(binary))
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("the emulator from aws-sam-cli");
-    let emulated = Emulated { child, port };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the emulator never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    emulated
-}
+use workspace_tests::rie::{self, build_bootstraps, emulate, sam_local, Emulated};
+use workspace_tests::root;
 
 fn event_file(file: &str) -> Value {
     let text = std::fs::read_to_string(root().join("events").join(file)).expect("event file");
@@ -143,18 +25,7 @@ fn event_file(file: &str) -> Value {
 static SENT: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
 async fn invoke_event(e: &Emulated, event: &Value) -> Value {
-    let url = format!(
-        "http://127.0.0.1:{}/2015-03-31/functions/function/invocations",
-        e.port
-    );
-    let resp = reqwest::Client::new()
-        .post(url)
-        .body(event.to_string())
-        .send()
-        .await
-        .expect("the emulator answers");
-    let text = resp.text().await.expect("answer body");
-    serde_json::from_str(&text).unwrap_or_else(|err| panic!("{err}: {text}"))
+    rie::invoke_event(e, event).await
 }
 
 /// Sends `events/<file>` to the function.
@@ -186,24 +57,17 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     let observed = testing::observed_bus().await;
     let caps = testing::fresh_capabilities().await;
     // events/env.json as committed, pointed at this test's emulator and resources.
-    let mut overrides: Value =
-        serde_json::from_str(&std::fs::read_to_string(root().join("events/env.json")).unwrap())
-            .expect("events/env.json");
-    let p = &mut overrides["Parameters"];
-    assert!(
-        p["AWS_ENDPOINT_URL"].is_string(),
-        "env.json names the emulator"
+    let env_json = rie::env_json_with(
+        "invoke",
+        &[
+            ("AWS_ENDPOINT_URL", testing::moto_url()),
+            ("WORKSPACE_TABLE", env.table.clone()),
+            ("WORKSPACE_BUCKET", env.bucket.clone()),
+            ("WORKSPACE_CACHE_TABLE", caps.cache_table.clone()),
+            ("WORKSPACE_BLOB_S3_BUCKET", caps.blob_bucket.clone()),
+            ("WORKSPACE_EVENT_BUS", observed.bus.clone()),
+        ],
     );
-    p["AWS_ENDPOINT_URL"] = testing::moto_url().into();
-    p["WORKSPACE_TABLE"] = env.table.clone().into();
-    p["WORKSPACE_BUCKET"] = env.bucket.clone().into();
-    p["WORKSPACE_CACHE_TABLE"] = caps.cache_table.clone().into();
-    p["WORKSPACE_BLOB_S3_BUCKET"] = caps.blob_bucket.clone().into();
-    p["WORKSPACE_EVENT_BUS"] = observed.bus.clone().into();
-    let env_json = root()
-        .join("target")
-        .join(format!("env-{}.json", std::process::id()));
-    std::fs::write(&env_json, overrides.to_string()).unwrap();
     let (sam, bin_dir) = tokio::task::spawn_blocking(move || {
         let sam = sam_local(&env_json);
         let bin_dir = build_bootstraps(&sam);

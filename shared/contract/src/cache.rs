@@ -156,16 +156,13 @@ pub async fn oversize_values_and_long_ttls_are_refused(h: Harness) {
 
 pub async fn bad_keys_and_bodies_are_400(h: Harness) {
     let long = "k".repeat(257);
-    for key in [
-        "a%2Fb",
-        "..",
-        ".",
-        "%00",
-        "a%20b",
-        "a%5Cb",
-        "%C3%A4",
-        long.as_str(),
-    ] {
+    // An encoded slash is a slash on every transport (API Gateway decodes the path before
+    // routing): `a/b` is two segments, which no cache route has.
+    put(&h, KEY_A, "a%2Fb", &json!({"value": 1, "ttlSeconds": 5}))
+        .await
+        .assert_error(404, "not_found");
+    get(&h, KEY_A, "a%2Fb").await.assert_error(404, "not_found");
+    for key in ["..", ".", "%00", "a%20b", "a%5Cb", "%C3%A4", long.as_str()] {
         put(&h, KEY_A, key, &json!({"value": 1, "ttlSeconds": 5}))
             .await
             .assert_error(400, "validation_error");

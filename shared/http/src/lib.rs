@@ -25,6 +25,7 @@ use bytes::Bytes;
 use envelope::{error_response, error_to_response, HttpResponse};
 pub use handler::{Call, Handler, Reply, Routes, SignedUrls};
 use http::{header, HeaderValue, Request, StatusCode};
+use percent_encoding::percent_decode_str;
 use request::Decoding;
 pub use request::PathForm;
 use routes::{match_route, Matched, Route};
@@ -254,6 +255,23 @@ impl App {
             resp.extensions_mut().insert(RouteLabel(signed.label));
             return resp;
         }
+        // Route on the decoded path, as API Gateway does before a function sees it: a name
+        // means the same on both transports (`%2F` is `/` everywhere, also where it would
+        // split a one-segment key, which is then no route on either).
+        let (path, decoding) = match decoding {
+            Decoding::Once => match percent_decode_str(&path).decode_utf8() {
+                Ok(p) => (p.into_owned(), Decoding::AlreadyDone),
+                Err(_) => {
+                    let e = WorkspaceError::validation(
+                        "path is not valid UTF-8 after percent-decoding",
+                    );
+                    let mut resp = error_to_response(&e);
+                    resp.extensions_mut().insert(RouteLabel("unmatched"));
+                    return resp;
+                }
+            },
+            done => (path, done),
+        };
         let (label, result) = match match_route(&parts.method, &path) {
             Matched::Route { spec, tail } => match self.handlers.get(&spec.route) {
                 Some(handler) => {

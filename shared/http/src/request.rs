@@ -106,7 +106,7 @@ pub fn single_header<'a>(parts: &'a Parts, name: &HeaderName) -> Result<Option<&
     Ok(Some(text))
 }
 
-/// A list-valued header (RFC 9110 §5.3): every line it was sent on, joined with ", ", which
+/// A list-valued header (RFC 9110 §5.3): every line it was sent on, joined with ",", which
 /// is how API Gateway hands repeated headers to a function, so both transports see the same
 /// value.
 pub fn list_header(parts: &Parts, name: &HeaderName) -> Result<Option<String>> {
@@ -117,7 +117,7 @@ pub fn list_header(parts: &Parts, name: &HeaderName) -> Result<Option<String>> {
         })?;
         match joined.as_mut() {
             Some(j) => {
-                j.push_str(", ");
+                j.push(',');
                 j.push_str(text);
             }
             None => joined = Some(text.to_owned()),
