@@ -17,6 +17,9 @@ if [ ! -x "$venv/bin/sam" ] || ! cmp -s "$req" "$venv/.installed-requirements"; 
   cp "$req" "$venv/.installed-requirements"
 fi
 
+# A one-off build (CI) gains nothing from incremental state, which is several GB here.
+if [ "${CI:-}" = "true" ]; then export CARGO_INCREMENTAL=0; fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
