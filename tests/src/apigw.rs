@@ -122,6 +122,8 @@ pub struct Route {
     pub path: String,
     /// The SAM logical id of the function it invokes.
     pub function: String,
+    /// That function's binary (`Metadata.BuildProperties.Binary`, e.g. `fn-get`).
+    pub binary: String,
     /// Under the API's (JWT) authorizer, i.e. not `Auth.Authorizer: NONE`.
     pub authorized: bool,
 }
@@ -196,6 +198,10 @@ impl Gateway {
                     method,
                     path: path.to_owned(),
                     function: id.as_str().expect("logical id").to_owned(),
+                    binary: res["Metadata"]["BuildProperties"]["Binary"]
+                        .as_str()
+                        .expect("Metadata.BuildProperties.Binary")
+                        .to_owned(),
                     authorized: p["Auth"]["Authorizer"].as_str() != Some("NONE"),
                 });
             }

@@ -10,6 +10,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use workspace_store_aws::testing;
 
 /// A loopback port nobody listens on right now.
 pub fn free_port() -> u16 {
@@ -61,6 +62,37 @@ pub fn env_json_with(tag: &str, overrides: &[(&str, String)]) -> PathBuf {
         .join(format!("env-{tag}-{}.json", std::process::id()));
     std::fs::write(&path, env.to_string()).unwrap();
     path
+}
+
+/// Fresh moto resources for the functions, and `events/env.json` pointed at them.
+pub struct MotoStack {
+    pub env: testing::Env,
+    pub caps: testing::CapabilityEnv,
+    pub observed: testing::Observed,
+    pub env_json: PathBuf,
+}
+
+pub async fn fresh_stack(tag: &str) -> MotoStack {
+    let env = testing::fresh(None).await;
+    let caps = testing::fresh_capabilities().await;
+    let observed = testing::observed_bus().await;
+    let env_json = env_json_with(
+        tag,
+        &[
+            ("AWS_ENDPOINT_URL", testing::moto_url()),
+            ("WORKSPACE_TABLE", env.table.clone()),
+            ("WORKSPACE_BUCKET", env.bucket.clone()),
+            ("WORKSPACE_CACHE_TABLE", caps.cache_table.clone()),
+            ("WORKSPACE_BLOB_S3_BUCKET", caps.blob_bucket.clone()),
+            ("WORKSPACE_EVENT_BUS", observed.bus.clone()),
+        ],
+    );
+    MotoStack {
+        env,
+        caps,
+        observed,
+        env_json,
+    }
 }
 
 /// What SAM gives each function of template.yaml with `env_json` (sam_local_env.py).

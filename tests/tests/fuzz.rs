@@ -7,7 +7,6 @@ use proptest::prelude::*;
 use std::sync::{Arc, OnceLock};
 use workspace_contract::harness::{Backend, Harness, KEY_A};
 use workspace_core::FilePath;
-use workspace_http::request::{file_path, Decoding};
 use workspace_http::PathForm;
 use workspace_store_memory::{MemoryBodies, MemoryMeta, MemorySecrets};
 
@@ -64,7 +63,9 @@ proptest! {
 
     #[test]
     fn decoding_then_parsing_never_panics(s in structured_path()) {
-        if let Ok(p) = file_path(&s, Decoding::Once) {
+        // What the app does with a request path: decode once, then parse.
+        let decoded = percent_encoding::percent_decode_str(&s).decode_utf8_lossy();
+        if let Ok(p) = FilePath::parse(&decoded) {
             assert_valid_path(p.as_str());
         }
     }
@@ -72,7 +73,7 @@ proptest! {
     #[test]
     fn random_bytes_as_a_decoded_path_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
         let s = String::from_utf8_lossy(&bytes);
-        if let Ok(p) = file_path(&s, Decoding::AlreadyDone) {
+        if let Ok(p) = FilePath::parse(&s) {
             assert_valid_path(p.as_str());
         }
     }

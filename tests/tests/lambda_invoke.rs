@@ -53,21 +53,13 @@ const SAMPLE_ID: &str = "ws-0123456789abcdef0123456789abcdef";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_recorded_event_runs_through_its_function_binary() {
-    let env = testing::fresh(None).await;
-    let observed = testing::observed_bus().await;
-    let caps = testing::fresh_capabilities().await;
-    // events/env.json as committed, pointed at this test's emulator and resources.
-    let env_json = rie::env_json_with(
-        "invoke",
-        &[
-            ("AWS_ENDPOINT_URL", testing::moto_url()),
-            ("WORKSPACE_TABLE", env.table.clone()),
-            ("WORKSPACE_BUCKET", env.bucket.clone()),
-            ("WORKSPACE_CACHE_TABLE", caps.cache_table.clone()),
-            ("WORKSPACE_BLOB_S3_BUCKET", caps.blob_bucket.clone()),
-            ("WORKSPACE_EVENT_BUS", observed.bus.clone()),
-        ],
-    );
+    // Bound (not `..`) so the resources live as long as the test.
+    let rie::MotoStack {
+        env,
+        caps: _caps,
+        observed,
+        env_json,
+    } = rie::fresh_stack("invoke").await;
     let (sam, bin_dir) = tokio::task::spawn_blocking(move || {
         let sam = sam_local(&env_json);
         let bin_dir = build_bootstraps(&sam);

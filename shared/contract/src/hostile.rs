@@ -26,7 +26,6 @@ macro_rules! for_each_hostile_path {
             // absolute, empty and trailing
             absolute_encoded: "%2Fabs",
             absolute_double_slash: "/abs",
-            empty: "",
             empty_segment: "a//b",
             empty_segment_encoded: "a%2F%2Fb",
             trailing_slash: "a/",

@@ -150,6 +150,14 @@ pub async fn bad_paths_are_400_and_change_nothing(h: Harness) {
             r.assert_error(400, "validation_error");
         }
     }
+    // An empty path names no file and, as behind API Gateway, matches no route.
+    for method in [Method::PUT, Method::GET, Method::DELETE] {
+        h.call(method, "/v1/host/workspace/files/", Some(KEY_A))
+            .json(&json!({"content": "overwritten"}))
+            .send()
+            .await
+            .assert_error(404, "not_found");
+    }
     assert_eq!(h.state(KEY_A).await, before);
 }
 

@@ -242,12 +242,6 @@ impl ManagedKeys {
 #[async_trait]
 impl Authenticator for ManagedKeys {
     async fn grant(&self, parts: &Parts) -> Result<Grant> {
-        self.stored_grant(parts).await
-    }
-}
-
-impl ManagedKeys {
-    async fn stored_grant(&self, parts: &Parts) -> Result<Grant> {
         let token = bearer_token(parts)?;
         let unknown = || WorkspaceError::Unauthenticated("unknown or revoked API key".to_owned());
         let key = self

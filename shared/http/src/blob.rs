@@ -3,11 +3,10 @@
 //! and (local server only) the signed URLs it hands out, under `/v1/signed/blob/`.
 
 use crate::envelope::{empty_response, json_response, HttpResponse};
-use crate::request::{query_pairs, single_header, Decoding, Query};
+use crate::request::{query_pairs, single_header, Query};
 use bytes::Bytes;
 use http::request::Parts;
 use http::{header, HeaderValue, Response, StatusCode};
-use percent_encoding::percent_decode_str;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use workspace_core::blob::{
@@ -16,31 +15,14 @@ use workspace_core::blob::{
 use workspace_core::model::format_time;
 use workspace_core::{Identity, Result, WorkspaceError};
 
-fn decode(s: &str, decoding: Decoding) -> Result<String> {
-    match decoding {
-        Decoding::Once => percent_decode_str(s)
-            .decode_utf8()
-            .map(|c| c.into_owned())
-            .map_err(|_| {
-                WorkspaceError::validation("the URL is not valid UTF-8 after percent-decoding")
-            }),
-        Decoding::AlreadyDone => Ok(s.to_owned()),
-    }
-}
-
-/// `{bucket}/{key+}` (or `{bucket}` alone): split on the first `/`, then decode each once.
-fn split_tail(tail: &str, decoding: Decoding) -> Result<(String, String)> {
+/// `{bucket}/{key+}` (or `{bucket}` alone), already decoded: split on the first `/`.
+fn split_tail(tail: &str) -> (String, String) {
     let (bucket, key) = tail.split_once('/').unwrap_or((tail, ""));
-    Ok((decode(bucket, decoding)?, decode(key, decoding)?))
+    (bucket.to_owned(), key.to_owned())
 }
 
-fn location(
-    blobs: &BlobService,
-    who: &Identity,
-    tail: &str,
-    decoding: Decoding,
-) -> Result<BlobLocation> {
-    let (bucket, key) = split_tail(tail, decoding)?;
+fn location(blobs: &BlobService, who: &Identity, tail: &str) -> Result<BlobLocation> {
+    let (bucket, key) = split_tail(tail);
     blobs.location(&who.scope, &bucket, &key)
 }
 
@@ -72,32 +54,21 @@ pub async fn put(
     who: &Identity,
     parts: &Parts,
     tail: &str,
-    decoding: Decoding,
     body: &Bytes,
 ) -> Result<HttpResponse> {
-    let loc = location(blobs, who, tail, decoding)?;
+    let loc = location(blobs, who, tail)?;
     let meta = blobs.put(&loc, body.to_vec(), content_type(parts)?).await?;
     Ok(written(&loc.bucket, &meta))
 }
 
-pub async fn get(
-    blobs: &BlobService,
-    who: &Identity,
-    tail: &str,
-    decoding: Decoding,
-) -> Result<HttpResponse> {
-    let loc = location(blobs, who, tail, decoding)?;
+pub async fn get(blobs: &BlobService, who: &Identity, tail: &str) -> Result<HttpResponse> {
+    let loc = location(blobs, who, tail)?;
     let (meta, bytes) = blobs.get(&loc).await?;
     Ok(object_response(&meta, bytes))
 }
 
-pub async fn delete(
-    blobs: &BlobService,
-    who: &Identity,
-    tail: &str,
-    decoding: Decoding,
-) -> Result<HttpResponse> {
-    let loc = location(blobs, who, tail, decoding)?;
+pub async fn delete(blobs: &BlobService, who: &Identity, tail: &str) -> Result<HttpResponse> {
+    let loc = location(blobs, who, tail)?;
     blobs.delete(&loc).await?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
@@ -107,9 +78,8 @@ pub async fn list(
     who: &Identity,
     parts: &Parts,
     tail: &str,
-    decoding: Decoding,
 ) -> Result<HttpResponse> {
-    let bucket = decode(tail, decoding)?;
+    let bucket = tail.to_owned();
     let query = Query::parse(parts)?;
     let page = blobs
         .list(
@@ -146,10 +116,9 @@ pub async fn presign(
     blobs: &BlobService,
     who: &Identity,
     tail: &str,
-    decoding: Decoding,
     body: &Bytes,
 ) -> Result<HttpResponse> {
-    let bucket = decode(tail.strip_suffix("/presign").unwrap_or(tail), decoding)?;
+    let bucket = tail.strip_suffix("/presign").unwrap_or(tail).to_owned();
     let parsed: PresignBody = serde_json::from_slice(body).map_err(|e| {
         WorkspaceError::validation(format!(
             "body must be {{\"key\", \"method\": \"GET\"|\"PUT\", \"expiresInSeconds\", \"contentLength\"?, \"contentType\"?}}: {e}"

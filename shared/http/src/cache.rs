@@ -1,33 +1,24 @@
 //! The cache endpoints (RFC 0019): `PUT|GET|DELETE /v1/host/cache/{key}`.
 
 use crate::envelope::{empty_response, json_response, HttpResponse};
-use crate::request::Decoding;
 use bytes::Bytes;
 use http::StatusCode;
-use percent_encoding::percent_decode_str;
 use serde_json::{json, Value};
 use workspace_core::cache::{CacheKey, CacheService};
 use workspace_core::model::format_time;
 use workspace_core::{Identity, Result, WorkspaceError};
 
-fn key(tail: &str, decoding: Decoding) -> Result<CacheKey> {
-    let decoded = match decoding {
-        Decoding::Once => percent_decode_str(tail)
-            .decode_utf8()
-            .map_err(|_| WorkspaceError::validation("cache key is not valid UTF-8"))?,
-        Decoding::AlreadyDone => tail.into(),
-    };
-    CacheKey::parse(&decoded)
+fn key(tail: &str) -> Result<CacheKey> {
+    CacheKey::parse(tail)
 }
 
 pub async fn put(
     cache: &CacheService,
     who: &Identity,
     tail: &str,
-    decoding: Decoding,
     body: &Bytes,
 ) -> Result<HttpResponse> {
-    let key = key(tail, decoding)?;
+    let key = key(tail)?;
     let shape =
         "body must be a JSON object {\"value\": <any JSON>, \"ttlSeconds\": <positive integer>}";
     let parsed: Value = serde_json::from_slice(body)
@@ -53,13 +44,8 @@ pub async fn put(
     ))
 }
 
-pub async fn get(
-    cache: &CacheService,
-    who: &Identity,
-    tail: &str,
-    decoding: Decoding,
-) -> Result<HttpResponse> {
-    let key = key(tail, decoding)?;
+pub async fn get(cache: &CacheService, who: &Identity, tail: &str) -> Result<HttpResponse> {
+    let key = key(tail)?;
     let hit = cache.get(&who.scope, &key).await?;
     Ok(json_response(
         StatusCode::OK,
@@ -67,13 +53,8 @@ pub async fn get(
     ))
 }
 
-pub async fn delete(
-    cache: &CacheService,
-    who: &Identity,
-    tail: &str,
-    decoding: Decoding,
-) -> Result<HttpResponse> {
-    let key = key(tail, decoding)?;
+pub async fn delete(cache: &CacheService, who: &Identity, tail: &str) -> Result<HttpResponse> {
+    let key = key(tail)?;
     cache.delete(&who.scope, &key).await?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }

@@ -1,7 +1,7 @@
 //! The host.workspace file endpoints: list, get, put, delete.
 
 use crate::envelope::{empty_response, json_response, HttpResponse};
-use crate::request::{file_path, list_header, single_header, Decoding, Query};
+use crate::request::{list_header, single_header, Query};
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
 use bytes::Bytes;
@@ -138,9 +138,8 @@ pub async fn get(
     who: &Identity,
     parts: &Parts,
     tail: &str,
-    decoding: Decoding,
 ) -> Result<HttpResponse> {
-    let path = file_path(tail, decoding)?;
+    let path = FilePath::parse(tail)?;
     let query = Query::parse(parts)?;
     let version = query.positive("version")?;
     let read = match (query.get("snapshot"), version) {
@@ -168,10 +167,9 @@ pub async fn put(
     who: &Identity,
     parts: &Parts,
     tail: &str,
-    decoding: Decoding,
     body: &Bytes,
 ) -> Result<HttpResponse> {
-    let path = file_path(tail, decoding)?;
+    let path = FilePath::parse(tail)?;
     let (if_match, idempotency_key) = write_headers(parts)?;
     let if_none_match_any = match list_header(parts, &header::IF_NONE_MATCH)?.as_deref() {
         None => false,
@@ -226,9 +224,8 @@ pub async fn delete(
     who: &Identity,
     parts: &Parts,
     tail: &str,
-    decoding: Decoding,
 ) -> Result<HttpResponse> {
-    let path = file_path(tail, decoding)?;
+    let path = FilePath::parse(tail)?;
     let if_match = list_header(parts, &header::IF_MATCH)?;
     service.delete(who, &path, if_match.as_deref()).await?;
     Ok(empty_response(StatusCode::NO_CONTENT))

@@ -7,7 +7,6 @@
 //! rows carries only their handlers and the services those call, not the whole API.
 
 use crate::envelope::HttpResponse;
-use crate::request::Decoding;
 use crate::routes::Route;
 use crate::App;
 use bytes::Bytes;
@@ -23,9 +22,9 @@ pub struct Call<'a> {
     /// The row that matched (none for a URL this process signed).
     pub route: Option<Route>,
     pub parts: &'a Parts,
-    /// What the route's first parameter captured on (see [`crate::routes::Matched`]).
+    /// What the route's first parameter captured (see [`crate::routes::Matched`]), already
+    /// percent-decoded; for a URL this process signed, the path as sent.
     pub tail: &'a str,
-    pub decoding: Decoding,
     pub body: &'a Bytes,
 }
 

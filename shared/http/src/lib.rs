@@ -26,7 +26,6 @@ use envelope::{error_response, error_to_response, HttpResponse};
 pub use handler::{Call, Handler, Reply, Routes, SignedUrls};
 use http::{header, HeaderValue, Request, StatusCode};
 use percent_encoding::percent_decode_str;
-use request::Decoding;
 pub use request::PathForm;
 use routes::{match_route, Matched, Route};
 use std::collections::HashMap;
@@ -234,9 +233,9 @@ impl App {
 
     pub async fn handle(&self, req: Request<Bytes>, form: PathForm) -> HttpResponse {
         let (parts, body) = req.into_parts();
-        let (path, decoding) = match form {
-            PathForm::Encoded => (parts.uri.path().to_owned(), Decoding::Once),
-            PathForm::Decoded(p) => (p, Decoding::AlreadyDone),
+        let (path, encoded) = match form {
+            PathForm::Encoded => (parts.uri.path().to_owned(), true),
+            PathForm::Decoded(p) => (p, false),
         };
         // Locally signed URLs carry no credential; only a process that signs them serves
         // them, and they are not in the route table or template.
@@ -246,7 +245,6 @@ impl App {
                 route: None,
                 parts: &parts,
                 tail: &path,
-                decoding,
                 body: &body,
             };
             let mut resp = (signed.handler)(call)
@@ -258,9 +256,9 @@ impl App {
         // Route on the decoded path, as API Gateway does before a function sees it: a name
         // means the same on both transports (`%2F` is `/` everywhere, also where it would
         // split a one-segment key, which is then no route on either).
-        let (path, decoding) = match decoding {
-            Decoding::Once => match percent_decode_str(&path).decode_utf8() {
-                Ok(p) => (p.into_owned(), Decoding::AlreadyDone),
+        let path = if encoded {
+            match percent_decode_str(&path).decode_utf8() {
+                Ok(p) => p.into_owned(),
                 Err(_) => {
                     let e = WorkspaceError::validation(
                         "path is not valid UTF-8 after percent-decoding",
@@ -269,8 +267,9 @@ impl App {
                     resp.extensions_mut().insert(RouteLabel("unmatched"));
                     return resp;
                 }
-            },
-            done => (path, done),
+            }
+        } else {
+            path
         };
         let (label, result) = match match_route(&parts.method, &path) {
             Matched::Route { spec, tail } => match self.handlers.get(&spec.route) {
@@ -280,7 +279,6 @@ impl App {
                         route: Some(spec.route),
                         parts: &parts,
                         tail: tail.unwrap_or(""),
-                        decoding,
                         body: &body,
                     };
                     (spec.pattern, handler(call).await)

@@ -3,9 +3,8 @@
 
 use http::request::Parts;
 use http::HeaderName;
-use percent_encoding::percent_decode_str;
 use std::collections::HashMap;
-use workspace_core::{FilePath, Result, WorkspaceError};
+use workspace_core::{Result, WorkspaceError};
 
 /// How the transport hands over the request path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,23 +16,6 @@ pub enum PathForm {
     /// of the URI, which lambda_http rebuilds with dot segments resolved. Not decoded again:
     /// a `%` left in it is a literal `%`, which no valid path contains.
     Decoded(String),
-}
-
-/// Whether the captured file path still needs its one percent-decoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decoding {
-    Once,
-    AlreadyDone,
-}
-
-pub fn file_path(tail: &str, decoding: Decoding) -> Result<FilePath> {
-    let decoded = match decoding {
-        Decoding::Once => percent_decode_str(tail).decode_utf8().map_err(|_| {
-            WorkspaceError::validation("path is not valid UTF-8 after percent-decoding")
-        })?,
-        Decoding::AlreadyDone => tail.into(),
-    };
-    FilePath::parse(&decoded)
 }
 
 /// Query parameters. A parameter given twice is refused rather than silently picking one;

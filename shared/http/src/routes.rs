@@ -287,7 +287,7 @@ pub const ROUTES: &[RouteSpec] = &[
 /// The outcome of matching a request path against the table.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Matched<'a> {
-    /// A row matched; `tail` is what the greedy `{path+}` captured (still as received).
+    /// A row matched; `tail` is what the parameters captured (the path is already decoded).
     Route {
         spec: &'static RouteSpec,
         tail: Option<&'a str>,
@@ -300,8 +300,8 @@ pub enum Matched<'a> {
 }
 
 /// Matches API Gateway syntax: literal segments, `{name}` (one non-empty segment) and a final
-/// greedy `{name+}` (the rest, possibly empty). The tail is everything from the first
-/// parameter on, still as received; handlers split it.
+/// greedy `{name+}` (the rest, at least one character). The tail is everything from the
+/// first parameter on; handlers split it.
 fn match_pattern<'a>(pattern: &str, path: &'a str) -> Option<Option<&'a str>> {
     let Some(open) = pattern.find('{') else {
         return (pattern == path).then_some(None);
@@ -312,9 +312,10 @@ fn match_pattern<'a>(pattern: &str, path: &'a str) -> Option<Option<&'a str>> {
         if i > 0 {
             rest = rest.strip_prefix('/')?;
         }
-        // An empty tail still matches, so `/files/` gets the path rule's 400, not a 404.
+        // A greedy parameter captures at least one character, as in API Gateway, which
+        // sends `/files/` to no route: 404 on every transport.
         if piece.starts_with('{') && piece.ends_with("+}") {
-            return Some(Some(tail));
+            return (!rest.is_empty()).then_some(Some(tail));
         }
         let (segment, after) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
         let ok = if piece.starts_with('{') {
@@ -359,10 +360,10 @@ mod tests {
         );
         let m = match_route(&Method::GET, "/v1/host/workspace/files");
         assert!(matches!(m, Matched::Route { spec, tail: None } if spec.route == Route::ListFiles));
-        assert!(matches!(
+        assert_eq!(
             match_route(&Method::GET, "/v1/host/workspace/files/"),
-            Matched::Route { tail: Some(""), .. }
-        ));
+            Matched::NotFound
+        );
         assert_eq!(match_route(&Method::GET, "/nope"), Matched::NotFound);
         assert!(matches!(
             match_route(&Method::POST, "/v1/host/workspace/files/a"),

@@ -107,7 +107,7 @@ fn list_files(c: Call<'_>) -> Reply<'_> {
 fn get_file(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.reader().await?;
-        files::get(c.app.files()?, &who, c.parts, c.tail, c.decoding).await
+        files::get(c.app.files()?, &who, c.parts, c.tail).await
     })
 }
 
@@ -117,35 +117,35 @@ fn put_file(c: Call<'_>) -> Reply<'_> {
         if c.body.len() > c.app.max_file_request_bytes() {
             return Ok(c.app.body_too_large());
         }
-        files::put(c.app.files()?, &who, c.parts, c.tail, c.decoding, c.body).await
+        files::put(c.app.files()?, &who, c.parts, c.tail, c.body).await
     })
 }
 
 fn delete_file(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.writer().await?;
-        files::delete(c.app.files()?, &who, c.parts, c.tail, c.decoding).await
+        files::delete(c.app.files()?, &who, c.parts, c.tail).await
     })
 }
 
 fn list_versions(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.reader().await?;
-        versions::history(c.app.files()?, &who, c.parts, c.tail, c.decoding).await
+        versions::history(c.app.files()?, &who, c.parts, c.tail).await
     })
 }
 
 fn restore_version(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.writer().await?;
-        versions::restore(c.app.files()?, &who, c.parts, c.tail, c.decoding, c.body).await
+        versions::restore(c.app.files()?, &who, c.parts, c.tail, c.body).await
     })
 }
 
 fn diff(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.reader().await?;
-        versions::diff(c.app.files()?, &who, c.parts, c.tail, c.decoding).await
+        versions::diff(c.app.files()?, &who, c.parts, c.tail).await
     })
 }
 
@@ -180,35 +180,35 @@ fn start_upload(c: Call<'_>) -> Reply<'_> {
 fn cache_get(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.reader().await?;
-        cache::get(c.app.cache_service()?, &who, c.tail, c.decoding).await
+        cache::get(c.app.cache_service()?, &who, c.tail).await
     })
 }
 
 fn cache_put(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.writer().await?;
-        cache::put(c.app.cache_service()?, &who, c.tail, c.decoding, c.body).await
+        cache::put(c.app.cache_service()?, &who, c.tail, c.body).await
     })
 }
 
 fn cache_delete(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.writer().await?;
-        cache::delete(c.app.cache_service()?, &who, c.tail, c.decoding).await
+        cache::delete(c.app.cache_service()?, &who, c.tail).await
     })
 }
 
 fn blob_list(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.reader().await?;
-        blob::list(c.app.blob_service()?, &who, c.parts, c.tail, c.decoding).await
+        blob::list(c.app.blob_service()?, &who, c.parts, c.tail).await
     })
 }
 
 fn blob_get(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.reader().await?;
-        blob::get(c.app.blob_service()?, &who, c.tail, c.decoding).await
+        blob::get(c.app.blob_service()?, &who, c.tail).await
     })
 }
 
@@ -217,22 +217,14 @@ fn blob_put(c: Call<'_>) -> Reply<'_> {
         // The body is opaque bytes: never read as a scope-naming JSON object.
         let who = c.app.identify(c.parts, &Bytes::new()).await?;
         crate::require_write(&who)?;
-        blob::put(
-            c.app.blob_service()?,
-            &who,
-            c.parts,
-            c.tail,
-            c.decoding,
-            c.body,
-        )
-        .await
+        blob::put(c.app.blob_service()?, &who, c.parts, c.tail, c.body).await
     })
 }
 
 fn blob_delete(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.writer().await?;
-        blob::delete(c.app.blob_service()?, &who, c.tail, c.decoding).await
+        blob::delete(c.app.blob_service()?, &who, c.tail).await
     })
 }
 
@@ -244,7 +236,7 @@ fn blob_presign(c: Call<'_>) -> Reply<'_> {
         if body_names_put(c.body) {
             crate::require_write(&who)?;
         }
-        blob::presign(c.app.blob_service()?, &who, c.tail, c.decoding, c.body).await
+        blob::presign(c.app.blob_service()?, &who, c.tail, c.body).await
     })
 }
 

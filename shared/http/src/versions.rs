@@ -3,7 +3,7 @@
 
 use crate::envelope::{json_response, HttpResponse};
 use crate::files::{file_response, meta_json, with_etag};
-use crate::request::{file_path, Decoding, Query};
+use crate::request::Query;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use bytes::Bytes;
@@ -12,7 +12,7 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use workspace_core::model::format_time;
-use workspace_core::{Identity, Result, WorkspaceError, WorkspaceService};
+use workspace_core::{FilePath, Identity, Result, WorkspaceError, WorkspaceService};
 
 const TOKEN_TAG: &str = "before:";
 
@@ -35,9 +35,8 @@ pub async fn history(
     who: &Identity,
     parts: &Parts,
     tail: &str,
-    decoding: Decoding,
 ) -> Result<HttpResponse> {
-    let path = file_path(tail, decoding)?;
+    let path = FilePath::parse(tail)?;
     let query = Query::parse(parts)?;
     let limit = query.limit()?;
     let before = query.get("nextToken").map(decode_token).transpose()?;
@@ -75,10 +74,9 @@ pub async fn restore(
     who: &Identity,
     parts: &Parts,
     tail: &str,
-    decoding: Decoding,
     body: &Bytes,
 ) -> Result<HttpResponse> {
-    let path = file_path(tail, decoding)?;
+    let path = FilePath::parse(tail)?;
     let (if_match, idempotency_key) = crate::files::write_headers(parts)?;
     // Only an object: serde would also read a struct from an array (`[1]`).
     let parsed: RestoreBody = serde_json::from_slice::<Value>(body)
@@ -110,9 +108,8 @@ pub async fn diff(
     who: &Identity,
     parts: &Parts,
     tail: &str,
-    decoding: Decoding,
 ) -> Result<HttpResponse> {
-    let path = file_path(tail, decoding)?;
+    let path = FilePath::parse(tail)?;
     let query = Query::parse(parts)?;
     let from = query
         .positive("from")?

@@ -191,79 +191,53 @@ pub async fn workspaces_get_list_page_and_open_to_the_files_api(h: SessionHarnes
         .await
         .assert_error(404, "not_found");
 
+    // A tenant-wide credential naming workspace `ws` in X-Workspace-Id.
+    let named = |key: &str, method: Method, uri: &str, ws: &str| {
+        h.call(method, uri, Some(key)).header("x-workspace-id", ws)
+    };
+    const NOTES: &str = "/v1/host/workspace/files/notes.md";
+    let hello = json!({ "content": "hello" });
+
     // The tenant-wide credential uses the files API on the workspace it created.
-    let put = h
-        .call(
-            Method::PUT,
-            "/v1/host/workspace/files/notes.md",
-            Some(KEY_TENANT),
-        )
-        .header("x-workspace-id", &local)
-        .json(&json!({ "content": "hello" }))
-        .send()
-        .await;
-    assert_eq!(put.assert_ok()["version"], 1);
-    let read = h
-        .call(
-            Method::GET,
-            "/v1/host/workspace/files/notes.md",
-            Some(KEY_TENANT),
-        )
-        .header("x-workspace-id", &local)
-        .send()
-        .await;
+    let put = named(KEY_TENANT, Method::PUT, NOTES, &local).json(&hello);
+    assert_eq!(put.send().await.assert_ok()["version"], 1);
+    let read = named(KEY_TENANT, Method::GET, NOTES, &local).send().await;
     assert_eq!(read.assert_ok()["content"], "hello");
 
     // The registry decides which registered workspace a tenant-wide credential reaches: its
     // own user's. Another user of the same tenant gets 404 on every family, and changes
     // nothing; an id the registry never issued is 404 too.
-    let as_bob = |method: Method, uri: &str, ws: &str| {
-        h.call(method, uri, Some(KEY_TENANT_BOB))
-            .header("x-workspace-id", ws)
-    };
-    as_bob(Method::GET, "/v1/host/workspace/files/notes.md", &local)
-        .send()
-        .await
-        .assert_error(404, "not_found");
-    as_bob(Method::PUT, "/v1/host/workspace/files/notes.md", &local)
-        .json(&json!({ "content": "bob was here" }))
-        .send()
-        .await
-        .assert_error(404, "not_found");
-    as_bob(Method::GET, "/v1/host/workspace/files", &local)
-        .send()
-        .await
-        .assert_error(404, "not_found");
-    as_bob(Method::GET, "/v1/host/blob/default", &local)
-        .send()
-        .await
-        .assert_error(404, "not_found");
-    as_bob(Method::GET, "/v1/host/cache/k", &local)
-        .send()
-        .await
-        .assert_error(404, "not_found");
+    for (method, uri) in [
+        (Method::GET, NOTES),
+        (Method::PUT, NOTES),
+        (Method::GET, "/v1/host/workspace/files"),
+        (Method::GET, "/v1/host/blob/default"),
+        (Method::GET, "/v1/host/cache/k"),
+    ] {
+        named(KEY_TENANT_BOB, method, uri, &local)
+            .json(&json!({ "content": "bob was here" }))
+            .send()
+            .await
+            .assert_error(404, "not_found");
+    }
     let unissued = format!("ws-{}", "0".repeat(32));
-    h.call(Method::GET, "/v1/host/workspace/files", Some(KEY_TENANT))
-        .header("x-workspace-id", &unissued)
-        .send()
-        .await
-        .assert_error(404, "not_found");
-    let again = h
-        .call(
-            Method::GET,
-            "/v1/host/workspace/files/notes.md",
-            Some(KEY_TENANT),
-        )
-        .header("x-workspace-id", &local)
-        .send()
-        .await;
+    named(
+        KEY_TENANT,
+        Method::GET,
+        "/v1/host/workspace/files",
+        &unissued,
+    )
+    .send()
+    .await
+    .assert_error(404, "not_found");
+    let again = named(KEY_TENANT, Method::GET, NOTES, &local).send().await;
     assert_eq!(again.assert_ok()["version"], 1, "bob changed nothing");
     // Bob's own workspace is his to use.
     let bobs = h
         .create(KEY_TENANT_BOB, json!({ "workspaceScope": "general" }))
         .await;
-    as_bob(Method::PUT, "/v1/host/workspace/files/notes.md", &bobs)
-        .json(&json!({ "content": "bob's" }))
+    named(KEY_TENANT_BOB, Method::PUT, NOTES, &bobs)
+        .json(&hello)
         .send()
         .await
         .assert_ok();
