@@ -188,7 +188,13 @@ pub async fn list_pages_with_prefix_and_cursor(h: Harness) {
         keys_of(&list(&h, KEY_A, "media", "").await.assert_ok()),
         Vec::<String>::new()
     );
-    for q in ["?cursor=zz", "?prefix=../", "?limit=0", "?prefix=a//"] {
+    for q in [
+        "?cursor=zz",
+        "?prefix=../",
+        "?limit=0",
+        "?limit=1001",
+        "?prefix=a//",
+    ] {
         list(&h, KEY_A, "default", q)
             .await
             .assert_error(400, "validation_error");

@@ -44,3 +44,29 @@ impl Limits {
         Ok(self)
     }
 }
+
+/// A listing's page size, the same rule on every listing: `default` when the caller gives
+/// none, the caller's if it is within 1..=`max`, otherwise 400 (never a silent clamp).
+pub fn page_limit(given: Option<usize>, default: usize, max: usize) -> Result<usize> {
+    match given {
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(_) => Err(WorkspaceError::validation(format!(
+            "limit must be between 1 and {max}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod page_limit_tests {
+    use super::page_limit;
+
+    #[test]
+    fn one_rule_for_every_listing() {
+        assert_eq!(page_limit(None, 20, 100).unwrap(), 20);
+        assert_eq!(page_limit(Some(1), 20, 100).unwrap(), 1);
+        assert_eq!(page_limit(Some(100), 20, 100).unwrap(), 100);
+        assert!(page_limit(Some(101), 20, 100).is_err());
+        assert!(page_limit(Some(0), 20, 100).is_err());
+    }
+}

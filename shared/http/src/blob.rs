@@ -87,7 +87,7 @@ pub async fn list(
             &bucket,
             query.get("prefix").unwrap_or(""),
             query.get("cursor"),
-            query.positive("limit")?,
+            query.limit()?,
         )
         .await?;
     let entries: Vec<Value> = page

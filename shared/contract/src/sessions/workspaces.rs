@@ -181,9 +181,12 @@ pub async fn workspaces_get_list_page_and_open_to_the_files_api(h: SessionHarnes
     h.get_uri(KEY_TENANT, "/workspaces?nextToken=forged")
         .await
         .assert_error(400, "validation_error");
-    h.get_uri(KEY_TENANT, "/workspaces?limit=0")
-        .await
-        .assert_error(400, "validation_error");
+    // One page rule on every listing: a limit past the maximum is 400, never capped.
+    for bad in ["0", "101"] {
+        h.get_uri(KEY_TENANT, &format!("/workspaces?limit={bad}"))
+            .await
+            .assert_error(400, "validation_error");
+    }
     h.get_uri(KEY_TENANT, "/workspaces/ws-unknown")
         .await
         .assert_error(404, "not_found");

@@ -170,16 +170,12 @@ impl BlobService {
         bucket: &str,
         prefix: &str,
         cursor: Option<&str>,
-        limit: Option<u64>,
+        limit: Option<usize>,
     ) -> Result<ListedBlobs> {
         let bucket = self.bucket(bucket)?;
         let prefix = PathPrefix::parse(prefix)?;
         let after = cursor.map(decode_cursor).transpose()?;
-        let limit = limit.map_or(MAX_BLOB_LIST_LIMIT, |n| {
-            usize::try_from(n)
-                .unwrap_or(usize::MAX)
-                .clamp(1, MAX_BLOB_LIST_LIMIT)
-        });
+        let limit = crate::limits::page_limit(limit, MAX_BLOB_LIST_LIMIT, MAX_BLOB_LIST_LIMIT)?;
         // One more than asked says whether another page follows.
         let mut entries = self
             .store

@@ -48,15 +48,7 @@ impl WorkspaceService {
         limit: Option<usize>,
         before: Option<u64>,
     ) -> Result<VersionPage> {
-        let limit = match limit {
-            None => MAX_HISTORY_LIMIT,
-            Some(n) if (1..=MAX_HISTORY_LIMIT).contains(&n) => n,
-            Some(_) => {
-                return Err(WorkspaceError::validation(format!(
-                    "limit must be between 1 and {MAX_HISTORY_LIMIT}"
-                )))
-            }
-        };
+        let limit = crate::limits::page_limit(limit, MAX_HISTORY_LIMIT, MAX_HISTORY_LIMIT)?;
         let mut versions = self
             .meta
             .list_versions(scope, path, before, limit + 1)

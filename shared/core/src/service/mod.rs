@@ -95,15 +95,9 @@ fn conflict(message: impl Into<String>, head: &Option<Head>) -> WorkspaceError {
     }
 }
 
-/// A listing's page size: `MAX_LIST_LIMIT` when not given, else 1..=`MAX_LIST_LIMIT`.
+/// A file listing's page size: `MAX_LIST_LIMIT` when not given.
 fn list_limit(limit: Option<usize>) -> Result<usize> {
-    match limit {
-        None => Ok(MAX_LIST_LIMIT),
-        Some(n) if (1..=MAX_LIST_LIMIT).contains(&n) => Ok(n),
-        Some(_) => Err(WorkspaceError::validation(format!(
-            "limit must be between 1 and {MAX_LIST_LIMIT}"
-        ))),
-    }
+    crate::limits::page_limit(limit, MAX_LIST_LIMIT, MAX_LIST_LIMIT)
 }
 
 pub fn check_header_value(name: &str, value: &str) -> Result<()> {

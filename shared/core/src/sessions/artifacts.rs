@@ -13,8 +13,8 @@ use serde_json::Value;
 /// Longest session, task, step id, artifact name or content type.
 pub const MAX_NAME_LEN: usize = 255;
 /// Largest session page.
-pub const MAX_SESSION_PAGE: u64 = 100;
-pub const DEFAULT_SESSION_PAGE: u64 = 20;
+pub const MAX_SESSION_PAGE: usize = 100;
+pub const DEFAULT_SESSION_PAGE: usize = 20;
 
 /// An upload as the HTTP layer hands it over (already decoded from base64).
 #[derive(Debug, Clone)]
@@ -281,15 +281,10 @@ impl SessionService {
         &self,
         caller: &Caller,
         workspace_id: &str,
-        limit: Option<u64>,
+        limit: Option<usize>,
         token: Option<&str>,
     ) -> Result<(Vec<SessionRecord>, Option<String>)> {
-        let limit = limit.unwrap_or(DEFAULT_SESSION_PAGE);
-        if !(1..=MAX_SESSION_PAGE).contains(&limit) {
-            return Err(WorkspaceError::validation(format!(
-                "limit must be between 1 and {MAX_SESSION_PAGE}"
-            )));
-        }
+        let limit = crate::limits::page_limit(limit, DEFAULT_SESSION_PAGE, MAX_SESSION_PAGE)?;
         let scope = self.scope_for(caller, workspace_id).await?;
         let binding = Self::session_binding(caller, &scope.workspace);
         let after = token

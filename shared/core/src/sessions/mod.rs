@@ -27,6 +27,8 @@ pub const REGISTERED_PREFIX: &str = "ws-";
 pub const MAX_LOCAL_PATH_LEN: usize = 1024;
 /// Largest page of `GET /workspaces`.
 pub const MAX_WORKSPACE_PAGE: usize = 100;
+/// Page of `GET /workspaces` when the caller names none.
+pub const DEFAULT_WORKSPACE_PAGE: usize = 50;
 
 /// The authenticated caller of the workspace API: a tenant and a user (the credential's
 /// principal), never taken from the request.
@@ -184,15 +186,15 @@ impl SessionService {
         &self,
         caller: &Caller,
         token: Option<&str>,
-        limit: usize,
+        limit: Option<usize>,
     ) -> Result<(Vec<WorkspaceRecord>, Option<String>)> {
+        let limit = crate::limits::page_limit(limit, DEFAULT_WORKSPACE_PAGE, MAX_WORKSPACE_PAGE)?;
         let binding = format!("workspaces|{}|{}", caller.tenant, caller.principal);
         let after = token
             .map(|t| self.token_key.verify(&binding, t))
             .transpose()?
             .map(|p| p.session_id);
         let after = after.as_deref();
-        let limit = limit.clamp(1, MAX_WORKSPACE_PAGE);
         let mut page = self
             .store
             .list_workspaces(&caller.tenant, &caller.principal, after, limit + 1)

@@ -156,14 +156,7 @@ pub async fn sessions(
     parts: &Parts,
 ) -> Result<HttpResponse> {
     let q = Query::parse(parts)?;
-    let limit = q
-        .get("limit")
-        .map(|v| {
-            v.parse::<u64>().map_err(|_| {
-                WorkspaceError::validation("limit must be an integer between 1 and 100")
-            })
-        })
-        .transpose()?;
+    let limit = q.limit()?;
     let (page, next) = svc
         .sessions(caller, workspace, limit, q.get("nextToken"))
         .await?;

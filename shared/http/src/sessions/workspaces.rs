@@ -52,8 +52,7 @@ pub async fn create(svc: &SessionService, caller: &Caller, body: &Bytes) -> Resu
 
 pub async fn list(svc: &SessionService, caller: &Caller, parts: &Parts) -> Result<HttpResponse> {
     let q = Query::parse(parts)?;
-    let limit = q.limit()?.unwrap_or(50);
-    let (page, next) = svc.list(caller, q.get("nextToken"), limit).await?;
+    let (page, next) = svc.list(caller, q.get("nextToken"), q.limit()?).await?;
     let mut body = json!({ "workspaces": page.iter().map(view).collect::<Vec<_>>() });
     if let Some(t) = next {
         body["nextToken"] = Value::String(t);
