@@ -300,7 +300,6 @@ impl SessionService {
             }
             None => 0,
         };
-        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         let rest = &all[start.min(all.len())..];
         let page: Vec<_> = rest.iter().take(limit).cloned().collect();
         let next = (rest.len() > limit)
