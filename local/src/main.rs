@@ -4,7 +4,7 @@
 
 mod keys;
 mod mcp_stdio;
-mod presign_secret;
+mod secret_file;
 mod secrets;
 mod server;
 mod sessions;
@@ -286,7 +286,10 @@ async fn serve() -> Result<(), String> {
         // presigns its own).
         if stores.signs_urls {
             let signer = LocalPresign {
-                signer: UrlSigner::new(presign_secret::load_or_create(&local.data_dir)?),
+                signer: UrlSigner::new(secret_file::load_or_create(
+                    &local.data_dir,
+                    "presign.key",
+                )?),
                 base_url: local
                     .public_url
                     .clone()

@@ -5,7 +5,6 @@
 //! tokens survive a restart.
 
 use crate::emit;
-use std::io::Write;
 use workspace_core::model::format_time;
 use workspace_core::sessions::token::TokenKey;
 use workspace_wiring::stores::{self, Stores};
@@ -17,28 +16,8 @@ pub fn token_key(settings: &Settings) -> Result<TokenKey, String> {
     if let Some(k) = &settings.session_token_key {
         return Ok(k.clone());
     }
-    let data_dir = &settings.local.data_dir;
-    let path = data_dir.join(TOKEN_KEY_FILE);
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let bytes =
-            hex::decode(text.trim()).map_err(|_| format!("{} is not a hex key", path.display()))?;
-        return TokenKey::new(bytes).map_err(|e| format!("{}: {e}", path.display()));
-    }
-    std::fs::create_dir_all(data_dir).map_err(|e| format!("{}: {e}", data_dir.display()))?;
-    let bytes = rand::random::<[u8; 32]>();
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let mut f = opts
-        .open(&path)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    f.write_all(hex::encode(bytes).as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    TokenKey::new(bytes.to_vec()).map_err(|e| e.to_string())
+    let bytes = crate::secret_file::load_or_create(&settings.local.data_dir, TOKEN_KEY_FILE)?;
+    TokenKey::new(bytes).map_err(|e| format!("{TOKEN_KEY_FILE}: {e}"))
 }
 
 /// `workspace-local purge [--dry-run]`: over the local database (stop the server first:

@@ -429,3 +429,31 @@ fn keys_output_into_a_closed_pipe_is_not_a_panic() {
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// The data directory holds every tenant's content, keys and secrets: the server creates it
+/// owner-only (0700) and every file in it 0600.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_data_directory_and_its_files_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let mut s = Server::start(&dir, &[]).await;
+    let key = s.generated_key();
+    let c = Client::new();
+    let r = common::put_content(&c, files(&s, "a.md"), &key, "x").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(s.terminate().success());
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+    let mut seen = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        assert_eq!(mode(&path), 0o600, "{}", path.display());
+        seen.push(path.file_name().unwrap().to_string_lossy().into_owned());
+    }
+    seen.sort();
+    for expected in ["workspace.redb", "presign.key", "session-token.key"] {
+        assert!(seen.iter().any(|s| s == expected), "{expected} in {seen:?}");
+    }
+}

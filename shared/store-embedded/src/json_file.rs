@@ -61,7 +61,7 @@ impl<T: Clone + Serialize + DeserializeOwned> JsonFile<T> {
     /// Replaces every record atomically.
     pub fn write(&self, records: &[T]) -> Result<()> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        crate::private_dir(dir).map_err(|e| io(dir, e))?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| io(dir, e))?;
         serde_json::to_writer_pretty(&mut tmp, records).map_err(|e| io(&self.path, e))?;
         tmp.as_file().sync_all().map_err(|e| io(&self.path, e))?;

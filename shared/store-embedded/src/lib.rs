@@ -64,6 +64,17 @@ fn head_key(scope: &Scope, path: &str) -> String {
     format!("{}{}", scope.key_prefix(), path)
 }
 
+/// Creates `dir` (and its parents) accessible by its owner only (0700): it holds every
+/// tenant's content, keys and secrets. A directory that exists already is the operator's and
+/// is left as it is; every file the store writes in it is 0600 in any case.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
 /// The embedded store: implements both the metadata and the body port over one file.
 #[derive(Clone)]
 pub struct EmbeddedStore {
@@ -71,15 +82,24 @@ pub struct EmbeddedStore {
 }
 
 impl EmbeddedStore {
-    /// Opens (or creates) `<dir>/workspace.redb`, creating the directory as needed.
+    /// Opens (or creates) `<dir>/workspace.redb`, owner-only (0600, in a 0700 directory),
+    /// creating the directory as needed.
     pub fn open(dir: &Path) -> Result<Self> {
-        std::fs::create_dir_all(dir).map_err(|e| {
+        let private = |e: std::io::Error| {
             WorkspaceError::internal(format!(
-                "cannot create data directory {}: {e}",
+                "cannot make data directory {} private: {e}",
                 dir.display()
             ))
-        })?;
-        let db = Database::create(dir.join(DB_FILE)).map_err(db_err)?;
+        };
+        private_dir(dir).map_err(private)?;
+        let file = dir.join(DB_FILE);
+        let db = Database::create(&file).map_err(db_err)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+                .map_err(private)?;
+        }
         // Create every table once so readers never meet a missing one.
         let txn = db.begin_write().map_err(db_err)?;
         txn.open_table(HEADS).map_err(db_err)?;

@@ -1,14 +1,16 @@
-//! The secret the local server signs blob URLs with: 32 random bytes, generated on first
-//! start and kept in the data directory (`presign.key`, owner-only), so URLs it issued stay
-//! valid across restarts and no two data directories share a secret.
+//! Secrets the local server generates once and keeps in its data directory, hex-encoded and
+//! owner-only (0600, in a 0700 directory): the blob URL signing secret (`presign.key`) and
+//! the session paging-token key (`session-token.key`). Kept across restarts, so URLs and
+//! tokens it issued stay valid, and never shared between two data directories.
 
 use std::io::Write;
 use std::path::Path;
 
-pub const SECRET_FILE: &str = "presign.key";
-
-pub fn load_or_create(data_dir: &Path) -> Result<Vec<u8>, String> {
-    let path = data_dir.join(SECRET_FILE);
+/// The secret in `data_dir/name`, or 32 fresh random bytes written there on first use. Two
+/// processes starting at once agree: the file is created exclusively, and the loser reads
+/// the winner's.
+pub fn load_or_create(data_dir: &Path, name: &str) -> Result<Vec<u8>, String> {
+    let path = data_dir.join(name);
     match std::fs::read_to_string(&path) {
         Ok(text) => {
             let secret = hex::decode(text.trim())
@@ -21,8 +23,9 @@ pub fn load_or_create(data_dir: &Path) -> Result<Vec<u8>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("{}: {e}", path.display())),
     }
-    std::fs::create_dir_all(data_dir).map_err(|e| format!("{}: {e}", data_dir.display()))?;
-    let secret = workspace_core::signed_url::UrlSigner::generate_secret();
+    workspace_store_embedded::private_dir(data_dir)
+        .map_err(|e| format!("{}: {e}", data_dir.display()))?;
+    let secret = rand::random::<[u8; 32]>().to_vec();
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create_new(true);
     #[cfg(unix)]
@@ -34,7 +37,7 @@ pub fn load_or_create(data_dir: &Path) -> Result<Vec<u8>, String> {
     match write {
         Ok(()) => Ok(secret),
         // Another process created it first: use theirs.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => load_or_create(data_dir),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => load_or_create(data_dir, name),
         Err(e) => Err(format!("{}: {e}", path.display())),
     }
 }
