@@ -25,6 +25,11 @@ const INSTRUCTIONS: &str = "A persistent, versioned file workspace. Paths are re
 Every write makes a new version; pass expected_version to write_file, edit_file or delete_file to fail \
 instead of overwriting someone else's change.";
 
+/// Most messages in one JSON-RPC batch; a larger batch is refused whole, before any runs.
+pub const MAX_BATCH_MESSAGES: usize = 64;
+/// Past this many bytes of answers, a batch's remaining requests are not run.
+pub const MAX_BATCH_ANSWER_BYTES: usize = 8 * 1024 * 1024;
+
 /// What a transport sends back for one incoming payload.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
@@ -63,10 +68,34 @@ pub async fn handle_payload(ws: &Workspace<'_>, body: &[u8]) -> Reply {
             INVALID_REQUEST,
             "Invalid Request: empty batch",
         )),
+        Value::Array(items) if items.len() > MAX_BATCH_MESSAGES => Reply::Invalid(error_response(
+            Value::Null,
+            INVALID_REQUEST,
+            &format!(
+                "Invalid Request: a batch of {} messages; at most {MAX_BATCH_MESSAGES} per batch",
+                items.len()
+            ),
+        )),
         Value::Array(items) => {
             let mut out = Vec::new();
+            let mut answered = 0usize;
             for item in items {
+                // Past the answer bound, the rest are not run: each gets a short error, so
+                // the answer stays under the bound plus 64 of those.
+                if answered > MAX_BATCH_ANSWER_BYTES {
+                    if let Some(id) = item.get("id").filter(|_| item.get("method").is_some()) {
+                        out.push(error_response(
+                            id.clone(),
+                            INVALID_REQUEST,
+                            &format!(
+                                "Not run: this batch's answer passed {MAX_BATCH_ANSWER_BYTES} bytes; send fewer messages per batch"
+                            ),
+                        ));
+                    }
+                    continue;
+                }
                 if let Some(r) = handle_message(ws, item).await {
+                    answered += r.to_string().len();
                     out.push(r);
                 }
             }

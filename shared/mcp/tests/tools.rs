@@ -706,3 +706,58 @@ async fn protocol_negotiates_lists_and_refuses_garbage() {
         "Error: Missing required parameter 'path'"
     );
 }
+
+#[tokio::test]
+async fn batches_are_bounded_in_messages_and_answer_bytes() {
+    use workspace_mcp::protocol::{MAX_BATCH_ANSWER_BYTES, MAX_BATCH_MESSAGES};
+    let f = fixture();
+    let ws = Workspace {
+        service: &f.service,
+        who: &f.acme,
+    };
+    let pings = |n: usize| {
+        let batch: Vec<Value> = (0..n)
+            .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "ping"}))
+            .collect();
+        Value::Array(batch).to_string()
+    };
+    let Reply::Json(r) = handle_payload(&ws, pings(MAX_BATCH_MESSAGES).as_bytes()).await else {
+        panic!("a full batch is answered")
+    };
+    assert_eq!(r.as_array().map(Vec::len), Some(MAX_BATCH_MESSAGES));
+    let Reply::Invalid(r) = handle_payload(&ws, pings(MAX_BATCH_MESSAGES + 1).as_bytes()).await
+    else {
+        panic!("one message over is refused whole")
+    };
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+
+    // Answers of about 1 MB each: those past the byte bound are not run.
+    f.ok(
+        "write_file",
+        json!({"path": "big.md", "content": "a".repeat(1_000_000)}),
+    )
+    .await;
+    let reads: Vec<Value> = (0..12)
+        .map(|i| {
+            json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                        "params": {"name": "read_file", "arguments": {"path": "big.md"}}})
+        })
+        .collect();
+    let Reply::Json(r) = handle_payload(&ws, Value::Array(reads).to_string().as_bytes()).await
+    else {
+        panic!("the batch is answered")
+    };
+    let answers = r.as_array().unwrap();
+    assert_eq!(answers.len(), 12, "every request gets an answer");
+    let not_run = answers
+        .iter()
+        .filter(|a| a["error"]["code"] == -32600)
+        .count();
+    assert!(not_run >= 1, "some reads were not run");
+    assert_eq!(answers[11]["id"], 11);
+    let size = r.to_string().len();
+    assert!(
+        size < MAX_BATCH_ANSWER_BYTES + 1_100_000,
+        "answer of {size} bytes"
+    );
+}
