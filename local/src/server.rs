@@ -8,6 +8,7 @@ use http::{Request, Response};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
+use workspace_core::WorkspaceError;
 use workspace_http::{App, PathForm, RouteLabel};
 
 pub async fn serve(listener: tokio::net::TcpListener, app: Arc<App>) -> Result<(), String> {
@@ -32,8 +33,15 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Bod
         }
         // The rest of the body is never read: the connection cannot carry another
         // request, and saying so keeps a client from sending its next one down it.
-        Err(_) => {
-            let mut resp = app.body_too_large();
+        Err(e) => {
+            let mut resp = if over_limit(&e) {
+                app.body_too_large()
+            } else {
+                // A malformed or truncated body (a bad chunk, a short Content-Length).
+                workspace_http::envelope::error_to_response(&WorkspaceError::validation(format!(
+                    "the request body could not be read: {e}"
+                )))
+            };
             resp.headers_mut().insert(
                 http::header::CONNECTION,
                 http::HeaderValue::from_static("close"),
@@ -54,6 +62,18 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Bod
         "request"
     );
     resp.map(Body::from)
+}
+
+/// Whether reading a body failed on the size limit (413), not on the body itself (400).
+fn over_limit(e: &axum::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 async fn shutdown_signal() {

@@ -230,6 +230,16 @@ async fn http_contract_over_the_wire() {
     assert!(raw.starts_with("HTTP/1.1 400"), "{raw}");
     assert!(raw.contains("validation_error"), "{raw}");
 
+    // A malformed chunked body is bad input (400 with the envelope), not "too large".
+    let mut tcp = std::net::TcpStream::connect(&addr).unwrap();
+    write!(tcp, "PUT /v1/host/workspace/files/chunked.md HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key_a}\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\nZZ\r\n{{}}\r\n0\r\n\r\n").unwrap();
+    let mut raw = String::new();
+    tcp.read_to_string(&mut raw).unwrap();
+    assert!(raw.starts_with("HTTP/1.1 400"), "{raw}");
+    assert!(raw.contains("validation_error"), "{raw}");
+    let r = common::get_with(&c, files(&s, "chunked.md"), key_a).await;
+    assert_eq!(r.status(), StatusCode::NOT_FOUND, "nothing was written");
+
     // One log line per request: method, route, status, duration.
     assert!(s.terminate().success());
     let log = s.stderr_text();
