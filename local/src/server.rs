@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 use workspace_core::WorkspaceError;
+use workspace_http::envelope::{error_to_response, HttpResponse};
 use workspace_http::{App, PathForm, RouteLabel};
 
 pub async fn serve(listener: tokio::net::TcpListener, app: Arc<App>) -> Result<(), String> {
@@ -24,29 +25,29 @@ pub async fn serve(listener: tokio::net::TcpListener, app: Arc<App>) -> Result<(
 async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Body> {
     let started = Instant::now();
     let method = req.method().clone();
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     let limit = app.max_request_bytes_for(parts.uri.path());
-    let resp = match axum::body::to_bytes(body, limit).await {
+    // What the head alone decides (credential, declared length) comes before a byte of the
+    // body is read; then the body, bounded.
+    let read = match app.admit(&mut parts).await {
+        Some(refused) => Err(refused),
+        None => axum::body::to_bytes(body, limit)
+            .await
+            .map_err(|e| unreadable(&app, &e)),
+    };
+    let resp = match read {
         Ok(bytes) => {
             app.handle(Request::from_parts(parts, bytes), PathForm::Encoded)
                 .await
         }
         // The rest of the body is never read: the connection cannot carry another
         // request, and saying so keeps a client from sending its next one down it.
-        Err(e) => {
-            let mut resp = if over_limit(&e) {
-                app.body_too_large()
-            } else {
-                // A malformed or truncated body (a bad chunk, a short Content-Length).
-                workspace_http::envelope::error_to_response(&WorkspaceError::validation(format!(
-                    "the request body could not be read: {e}"
-                )))
-            };
-            resp.headers_mut().insert(
+        Err(mut refused) => {
+            refused.headers_mut().insert(
                 http::header::CONNECTION,
                 http::HeaderValue::from_static("close"),
             );
-            resp
+            refused
         }
     };
     let route = resp
@@ -62,6 +63,18 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Bod
         "request"
     );
     resp.map(Body::from)
+}
+
+/// The answer to a body that could not be read: over the limit (413), or malformed or
+/// truncated (a bad chunk, a short `Content-Length`: 400).
+fn unreadable(app: &App, e: &axum::Error) -> HttpResponse {
+    if over_limit(e) {
+        app.body_too_large()
+    } else {
+        error_to_response(&WorkspaceError::validation(format!(
+            "the request body could not be read: {e}"
+        )))
+    }
 }
 
 /// Whether reading a body failed on the size limit (413), not on the body itself (400).

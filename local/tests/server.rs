@@ -467,3 +467,37 @@ async fn the_data_directory_and_its_files_are_owner_only() {
         assert!(seen.iter().any(|s| s == expected), "{expected} in {seen:?}");
     }
 }
+
+/// The head decides before the body is read: a request without a valid key is 401, and a
+/// declared Content-Length over the limit is 413, while the client has sent no body byte.
+#[tokio::test]
+async fn credentials_and_declared_lengths_are_checked_before_the_body_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &[]).await;
+    let key = s.generated_key();
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let head_only = |auth: &str, length: u64| {
+        let mut tcp = std::net::TcpStream::connect(&addr).unwrap();
+        tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        write!(tcp, "PUT /v1/host/workspace/files/big.md HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n").unwrap();
+        let mut buf = [0u8; 512];
+        let n = tcp.read(&mut buf).expect("an answer before any body byte");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    let small = 1000;
+    for auth in [
+        String::new(),
+        "Authorization: Bearer wsk_not_a_key\r\n".to_owned(),
+    ] {
+        let raw = head_only(&auth, small);
+        assert!(raw.starts_with("HTTP/1.1 401"), "{raw}");
+        assert!(raw.contains("unauthenticated"), "{raw}");
+    }
+    let raw = head_only(
+        &format!("Authorization: Bearer {key}\r\n"),
+        64 * 1024 * 1024,
+    );
+    assert!(raw.starts_with("HTTP/1.1 413"), "{raw}");
+    assert!(raw.contains("workspace_too_large"), "{raw}");
+}

@@ -39,7 +39,7 @@ fn template_routes_equal_the_route_table() {
         if r.path == "$default" {
             unmatched.push((function, r.authorized));
         } else {
-            in_template.insert((r.method.clone(), r.path.clone(), function));
+            in_template.insert((r.method.clone(), r.path.clone(), function, !r.authorized));
         }
     }
     let in_table: BTreeSet<_> = ROUTES
@@ -49,6 +49,7 @@ fn template_routes_equal_the_route_table() {
                 r.method.to_string(),
                 r.pattern.to_owned(),
                 r.function.to_owned(),
+                r.public(),
             )
         })
         .collect();

@@ -27,15 +27,7 @@ pub trait Authenticator: Send + Sync {
     /// Tenant and principal alone, for the `/workspaces` API, which names no workspace in
     /// the credential (a tenant-wide key needs no `X-Workspace-Id` there).
     async fn caller(&self, parts: &Parts) -> Result<Caller> {
-        Ok(caller_of(&self.grant(parts).await?))
-    }
-}
-
-fn caller_of(grant: &Grant) -> Caller {
-    Caller {
-        tenant: grant.tenant.clone(),
-        principal: grant.principal.clone(),
-        access: grant.access,
+        Ok(self.grant(parts).await?.caller())
     }
 }
 
@@ -72,6 +64,17 @@ pub struct Grant {
     pub workspace: Option<WorkspaceId>,
     pub principal: String,
     pub access: Access,
+}
+
+impl Grant {
+    /// Tenant and principal alone (the `/workspaces` API).
+    pub fn caller(&self) -> Caller {
+        Caller {
+            tenant: self.tenant.clone(),
+            principal: self.principal.clone(),
+            access: self.access,
+        }
+    }
 }
 
 /// The header a tenant-wide credential names its workspace with.

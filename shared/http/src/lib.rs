@@ -309,13 +309,57 @@ impl App {
         resp
     }
 
+    /// What the request's credential grants: found by [`App::admit`] already, or looked up.
+    pub async fn grant(&self, parts: &http::request::Parts) -> Result<auth::Grant> {
+        match parts.extensions.get::<auth::Grant>() {
+            Some(g) => Ok(g.clone()),
+            None => self.auth.grant(parts).await,
+        }
+    }
+
+    /// What a transport that reads bodies itself decides from the request head alone,
+    /// before a byte of the body is read: a declared `Content-Length` over what the path
+    /// takes is 413, and a route that needs a credential without a valid one is 401 (or
+    /// 403). Nothing is answered (`None`) when the request may go on; the credential's grant
+    /// is then kept in the request, so the handler does not look it up again.
+    pub async fn admit(&self, parts: &mut http::request::Parts) -> Option<HttpResponse> {
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let limit = self.max_request_bytes_for(parts.uri.path());
+        if declared.is_some_and(|n| n > u64::try_from(limit).unwrap_or(u64::MAX)) {
+            return Some(self.body_too_large());
+        }
+        let raw = parts.uri.path();
+        if self.signed.iter().any(|s| raw.starts_with(s.prefix)) {
+            return None;
+        }
+        // Routing is decided again in `handle`; an undecodable path is its 400.
+        let path = percent_decode_str(raw).decode_utf8().ok()?;
+        let Matched::Route { spec, .. } = match_route(&parts.method, &path) else {
+            return None;
+        };
+        if spec.public() || !self.handlers.contains_key(&spec.route) {
+            return None;
+        }
+        match self.auth.grant(parts).await {
+            Ok(grant) => {
+                parts.extensions.insert(grant);
+                None
+            }
+            Err(e) => Some(error_to_response(&e)),
+        }
+    }
+
     /// The caller, from the credential alone; a request that also names a tenant or
     /// workspace (header, query or body) must name the credential's own (WCT-1). A
     /// tenant-wide credential that names a registered workspace (`ws-…`) reaches it only if
     /// the registry holds it for the credential's own user: another user's is not found,
     /// as on the `/workspaces` routes.
     pub async fn identify(&self, parts: &http::request::Parts, body: &Bytes) -> Result<Identity> {
-        let grant = self.auth.grant(parts).await?;
+        let grant = self.grant(parts).await?;
         let who = auth::resolve(&grant, parts)?;
         let ws = &who.scope.workspace;
         if grant.workspace.is_none() && ws.as_str().starts_with(REGISTERED_PREFIX) {

@@ -67,6 +67,18 @@ const DIFF: &str = "/v1/host/workspace/diff/{path+}";
 const SNAPSHOTS: &str = "/v1/host/workspace/snapshots";
 const SNAPSHOT: &str = "/v1/host/workspace/snapshots/{id}";
 
+impl RouteSpec {
+    /// Whether the route answers without a credential (health and discovery); every other
+    /// route authenticates before its body is read. template.yaml gives exactly these
+    /// `Authorizer: NONE` (a test holds the two equal).
+    pub fn public(&self) -> bool {
+        matches!(
+            self.route,
+            Route::Health | Route::Discovery | Route::Capabilities | Route::McpHealth
+        )
+    }
+}
+
 /// The function behind API Gateway's `$default` route, which receives every request no row
 /// matches; it answers from this table like the local server (404, or 405 with `Allow`).
 pub const UNMATCHED_FUNCTION: &str = "get";

@@ -138,7 +138,7 @@ async fn dispatch(
             "this deployment does not serve the workspace API".to_owned(),
         ));
     };
-    let caller = app.auth.caller(parts).await?;
+    let caller = app.grant(parts).await?.caller();
     // Base64 adds a third and JSON escaping up to six times: anything larger cannot hold
     // an artifact within the cap, and is refused before it is parsed.
     let max = svc.limits().max_artifact_bytes;
