@@ -67,4 +67,6 @@ pub struct SignedUrls {
     pub handler: Handler,
     /// Whether the body may be as large as an upload (else the inline request limit).
     pub takes_uploads: bool,
+    /// What the request head alone must pass before its body is read (see [`App::admit`]).
+    pub check_head: Option<fn(&App, &Parts) -> Result<()>>,
 }

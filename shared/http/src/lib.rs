@@ -333,8 +333,10 @@ impl App {
             return Some(self.body_too_large());
         }
         let raw = parts.uri.path();
-        if self.signed.iter().any(|s| raw.starts_with(s.prefix)) {
-            return None;
+        if let Some(signed) = self.signed.iter().find(|s| raw.starts_with(s.prefix)) {
+            // A signed URL carries no credential: its own head check stands in for one.
+            let check = signed.check_head?;
+            return check(self, parts).err().map(|e| error_to_response(&e));
         }
         // Routing is decided again in `handle`; an undecodable path is its 400.
         let path = percent_decode_str(raw).decode_utf8().ok()?;

@@ -63,6 +63,7 @@ pub static SIGNED_UPLOADS: SignedUrls = SignedUrls {
     label: "/v1/signed/upload/{tenant}/{workspace}/{uploadId}",
     handler: signed_upload,
     takes_uploads: true,
+    check_head: Some(uploads::signed_head),
 };
 /// Download URLs this process signed (a file over maxFileBytes).
 pub static SIGNED_BODIES: SignedUrls = SignedUrls {
@@ -70,6 +71,7 @@ pub static SIGNED_BODIES: SignedUrls = SignedUrls {
     label: "/v1/signed/body/{key+}",
     handler: signed_body,
     takes_uploads: false,
+    check_head: None,
 };
 /// Presigned blob URLs this process signed.
 pub static SIGNED_BLOBS: SignedUrls = SignedUrls {
@@ -77,6 +79,7 @@ pub static SIGNED_BLOBS: SignedUrls = SignedUrls {
     label: "/v1/signed/blob/{tenant}/{workspace}/{bucket}/{key+}",
     handler: signed_blob,
     takes_uploads: false,
+    check_head: None,
 };
 
 fn health(_: Call<'_>) -> Reply<'_> {

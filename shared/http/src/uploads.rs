@@ -81,6 +81,22 @@ pub async fn signed_download(
 }
 
 /// A PUT to an upload URL this process signed: no credential, the signature is the grant.
+/// A PUT to a local upload URL, from its head: signature, expiry, declared length and type.
+pub fn signed_head(app: &crate::App, parts: &Parts) -> Result<()> {
+    app.files()?.check_signed_upload_head(
+        parts.method.as_str(),
+        parts.uri.path(),
+        &query_pairs(parts),
+        parts
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok()),
+        content_type(parts)?,
+    )?;
+    Ok(())
+}
+
 pub async fn signed(
     service: &WorkspaceService,
     parts: &Parts,

@@ -118,6 +118,44 @@ impl WorkspaceService {
         self.sign_local(spec, &path, &params, Vec::new())
     }
 
+    /// What a PUT to a local upload URL may be, from its head alone (before a byte of the
+    /// body is read): the method, the signature and expiry, the declared `Content-Length`
+    /// against the signed length (required, as S3 requires it of a URL signed with one),
+    /// and the content type. Answers the upload's scope and id.
+    pub fn check_signed_upload_head(
+        &self,
+        method: &str,
+        path: &str,
+        query: &[(String, String)],
+        length: Option<u64>,
+        content_type: Option<&str>,
+    ) -> Result<(Scope, String)> {
+        let params = self.verify_local("upload", method, path, query)?;
+        let invalid =
+            || WorkspaceError::Forbidden("the upload URL is not valid for this request".to_owned());
+        if method != PresignMethod::Put.as_str() {
+            return Err(invalid());
+        }
+        let (scope, id) = parse_upload_path(path).ok_or_else(invalid)?;
+        let Some(size) = length else {
+            return Err(WorkspaceError::Forbidden(
+                "an upload must declare its Content-Length (the size the URL was signed for)"
+                    .to_owned(),
+            ));
+        };
+        if params.get("len") != Some(&size.to_string()) {
+            return Err(WorkspaceError::Forbidden(format!(
+                "the body is {size} bytes, not the size this upload URL was signed for"
+            )));
+        }
+        if params.get("ct").map(String::as_str) != Some(content_type.unwrap_or_default()) {
+            return Err(WorkspaceError::Forbidden(
+                "the Content-Type is not the one this upload URL was signed for".to_owned(),
+            ));
+        }
+        Ok((scope, id))
+    }
+
     /// A PUT to a local upload URL. Like S3, it refuses a body of another length or content
     /// type than the URL was signed for, and any use at or after its expiry. Answers the
     /// upload id and the size stored.
@@ -129,24 +167,9 @@ impl WorkspaceService {
         body: Vec<u8>,
         content_type: Option<&str>,
     ) -> Result<(String, u64)> {
-        let params = self.verify_local("upload", method, path, query)?;
-        let invalid =
-            || WorkspaceError::Forbidden("the upload URL is not valid for this request".to_owned());
-        if method != PresignMethod::Put.as_str() {
-            return Err(invalid());
-        }
-        let (scope, id) = parse_upload_path(path).ok_or_else(invalid)?;
         let size = body.len() as u64;
-        if params.get("len") != Some(&size.to_string()) {
-            return Err(WorkspaceError::Forbidden(format!(
-                "the body is {size} bytes, not the size this upload URL was signed for"
-            )));
-        }
-        if params.get("ct").map(String::as_str) != Some(content_type.unwrap_or_default()) {
-            return Err(WorkspaceError::Forbidden(
-                "the Content-Type is not the one this upload URL was signed for".to_owned(),
-            ));
-        }
+        let (scope, id) =
+            self.check_signed_upload_head(method, path, query, Some(size), content_type)?;
         // Bytes for an upload already committed (or pruned) would only be garbage.
         if self.declaration(&scope, &id).await?.is_none() {
             return Err(unknown_upload());
