@@ -3,6 +3,7 @@
 //! land in one redb file under `WORKSPACE_DATA_DIR`. `workspace-local keys …` manages API keys.
 
 mod keys;
+mod listener;
 mod mcp_stdio;
 mod secret_file;
 mod secrets;
@@ -312,5 +313,9 @@ async fn serve() -> Result<(), String> {
         .serve_every_function()
         .serve(workspace_mcp::http::ROUTES);
     server::banner(addr, &stores.place, &key_source);
-    server::serve(listener, Arc::new(app)).await
+    let bounds = listener::Bounds {
+        timeout: std::time::Duration::from_secs(local.connection_timeout_seconds),
+        max_connections: local.max_connections,
+    };
+    server::serve(listener, Arc::new(app), bounds).await
 }

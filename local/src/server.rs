@@ -2,27 +2,43 @@
 //! and stops cleanly on Ctrl-C or SIGTERM.
 
 use crate::keys::{KeySource, DEFAULT_TENANT, DEFAULT_WORKSPACE};
+use crate::listener;
 use axum::body::Body;
 use axum::extract::State;
-use http::{Request, Response};
+use http::{Request, Response, StatusCode};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use workspace_core::WorkspaceError;
-use workspace_http::envelope::{error_to_response, HttpResponse};
+use workspace_http::envelope::{error_response, error_to_response, HttpResponse};
 use workspace_http::{App, PathForm, RouteLabel};
 
-pub async fn serve(listener: tokio::net::TcpListener, app: Arc<App>) -> Result<(), String> {
-    let router = axum::Router::new().fallback(handle).with_state(app);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .map_err(|e| format!("server failed: {e}"))?;
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+    bounds: listener::Bounds,
+) -> Result<(), String> {
+    let served = Served {
+        app,
+        body_timeout: bounds.timeout,
+    };
+    let router = axum::Router::new()
+        .fallback(handle)
+        .with_state(Arc::new(served));
+    listener::serve(listener, router, bounds, shutdown_signal()).await;
     tracing::info!("stopped");
     Ok(())
 }
 
-async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Body> {
+/// What every request is served with.
+struct Served {
+    app: Arc<App>,
+    /// How long a client may take to send a body.
+    body_timeout: Duration,
+}
+
+async fn handle(State(served): State<Arc<Served>>, req: Request<Body>) -> Response<Body> {
+    let app = &served.app;
     let started = Instant::now();
     let method = req.method().clone();
     let (mut parts, body) = req.into_parts();
@@ -31,9 +47,20 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Bod
     // body is read; then the body, bounded.
     let read = match app.admit(&mut parts).await {
         Some(refused) => Err(refused),
-        None => axum::body::to_bytes(body, limit)
+        None => match tokio::time::timeout(served.body_timeout, axum::body::to_bytes(body, limit))
             .await
-            .map_err(|e| unreadable(&app, &e)),
+        {
+            Ok(read) => read.map_err(|e| unreadable(app, &e)),
+            Err(_) => Err(error_response(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                &format!(
+                    "the request body did not arrive within {} s (WORKSPACE_CONNECTION_TIMEOUT_SECONDS)",
+                    served.body_timeout.as_secs()
+                ),
+                None,
+            )),
+        },
     };
     let resp = match read {
         Ok(bytes) => {

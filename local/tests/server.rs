@@ -501,3 +501,79 @@ async fn credentials_and_declared_lengths_are_checked_before_the_body_is_read() 
     assert!(raw.starts_with("HTTP/1.1 413"), "{raw}");
     assert!(raw.contains("workspace_too_large"), "{raw}");
 }
+
+/// Slow, silent and surplus connections cannot hold the server: a connection that sends no
+/// request, or only part of one, is closed after WORKSPACE_CONNECTION_TIMEOUT_SECONDS; a
+/// body that does not arrive in time is 408; past WORKSPACE_MAX_CONNECTIONS a connection is
+/// answered 503 with the envelope at once; and once the slow ones are gone, /health answers.
+#[tokio::test]
+async fn slow_silent_and_surplus_connections_are_bounded() {
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(
+        dir.path(),
+        &[
+            ("WORKSPACE_CONNECTION_TIMEOUT_SECONDS", "1"),
+            ("WORKSPACE_MAX_CONNECTIONS", "4"),
+        ],
+    )
+    .await;
+    let key = s.generated_key();
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let connect = || {
+        let tcp = TcpStream::connect(&addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        tcp
+    };
+    // Everything the server sends until it closes, and how long that took.
+    let until_closed = |mut tcp: TcpStream| {
+        let started = Instant::now();
+        let mut out = Vec::new();
+        let _ = tcp.read_to_end(&mut out);
+        (
+            String::from_utf8_lossy(&out).into_owned(),
+            started.elapsed(),
+        )
+    };
+
+    let (said, took) = until_closed(connect());
+    assert!(
+        took < Duration::from_secs(5),
+        "a silent connection held for {took:?}"
+    );
+    assert!(
+        said.is_empty() || said.starts_with("HTTP/1.1 408"),
+        "{said}"
+    );
+    let mut partial = connect();
+    write!(partial, "GET /health HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let (_, took) = until_closed(partial);
+    assert!(
+        took < Duration::from_secs(5),
+        "a partial head held for {took:?}"
+    );
+    let mut no_body = connect();
+    write!(no_body, "PUT /v1/host/workspace/files/slow.md HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n").unwrap();
+    let (said, took) = until_closed(no_body);
+    assert!(
+        took < Duration::from_secs(5),
+        "a missing body held for {took:?}"
+    );
+    assert!(said.starts_with("HTTP/1.1 408"), "{said}");
+    assert!(said.contains("request_timeout"), "{said}");
+
+    // Four silent connections fill the server; a fifth is refused at once, in the envelope.
+    let held: Vec<TcpStream> = (0..4).map(|_| connect()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut fifth = connect();
+    write!(fifth, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let (said, _) = until_closed(fifth);
+    assert!(said.starts_with("HTTP/1.1 503"), "{said}");
+    assert!(said.contains(r#""error":"unavailable""#), "{said}");
+    // The silent ones time out (still open on this side), and the server answers again.
+    std::thread::sleep(Duration::from_millis(1800));
+    let r = reqwest::get(s.url("/health")).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    drop(held);
+}

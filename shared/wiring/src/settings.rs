@@ -45,6 +45,18 @@ fn e<T>(r: workspace_core::Result<T>) -> Result<T, String> {
     r.map_err(|e| e.to_string())
 }
 
+/// A whole number of at least 1.
+fn positive(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &str,
+    default: u64,
+) -> Result<u64, String> {
+    match e(env_u64(get, name, default))? {
+        0 => Err(format!("{name} must be at least 1")),
+        n => Ok(n),
+    }
+}
+
 /// A missing required setting.
 fn missing(name: &str) -> String {
     format!("{name} must be set")
@@ -83,6 +95,12 @@ pub struct LocalSettings {
     pub api_keys: Option<String>,
     /// `WORKSPACE_PUBLIC_URL`: the base of locally signed URLs (default `http://<addr>`).
     pub public_url: Option<String>,
+    /// `WORKSPACE_CONNECTION_TIMEOUT_SECONDS` (default 30): how long a client may take to
+    /// send a request's head, or its body, and how long a connection may sit idle.
+    pub connection_timeout_seconds: u64,
+    /// `WORKSPACE_MAX_CONNECTIONS` (default 512): open connections served at once; one
+    /// more is answered 503 and closed.
+    pub max_connections: usize,
 }
 
 /// JWT claim names the Lambda functions read identity from.
@@ -178,6 +196,13 @@ impl Settings {
                 data_dir: or("WORKSPACE_DATA_DIR", "./.workspace-data").into(),
                 api_keys: get("WORKSPACE_API_KEYS"),
                 public_url,
+                connection_timeout_seconds: positive(
+                    &get,
+                    "WORKSPACE_CONNECTION_TIMEOUT_SECONDS",
+                    30,
+                )?,
+                max_connections: usize::try_from(positive(&get, "WORKSPACE_MAX_CONNECTIONS", 512)?)
+                    .unwrap_or(usize::MAX),
             },
         })
     }
