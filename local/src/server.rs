@@ -5,7 +5,9 @@ use crate::keys::{KeySource, DEFAULT_TENANT, DEFAULT_WORKSPACE};
 use crate::listener;
 use axum::body::Body;
 use axum::extract::State;
+use bytes::{Bytes, BytesMut};
 use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,7 +35,7 @@ pub async fn serve(
 /// What every request is served with.
 struct Served {
     app: Arc<App>,
-    /// How long a client may take to send a body.
+    /// The longest gap allowed between two pieces of a request body.
     body_timeout: Duration,
 }
 
@@ -47,20 +49,9 @@ async fn handle(State(served): State<Arc<Served>>, req: Request<Body>) -> Respon
     // body is read; then the body, bounded.
     let read = match app.admit(&mut parts).await {
         Some(refused) => Err(refused),
-        None => match tokio::time::timeout(served.body_timeout, axum::body::to_bytes(body, limit))
+        None => read_body(body, limit, served.body_timeout)
             .await
-        {
-            Ok(read) => read.map_err(|e| unreadable(app, &e)),
-            Err(_) => Err(error_response(
-                StatusCode::REQUEST_TIMEOUT,
-                "request_timeout",
-                &format!(
-                    "the request body did not arrive within {} s (WORKSPACE_CONNECTION_TIMEOUT_SECONDS)",
-                    served.body_timeout.as_secs()
-                ),
-                None,
-            )),
-        },
+            .map_err(|e| unreadable(app, e, served.body_timeout)),
     };
     let resp = match read {
         Ok(bytes) => {
@@ -92,28 +83,50 @@ async fn handle(State(served): State<Arc<Served>>, req: Request<Body>) -> Respon
     resp.map(Body::from)
 }
 
-/// The answer to a body that could not be read: over the limit (413), or malformed or
-/// truncated (a bad chunk, a short `Content-Length`: 400).
-fn unreadable(app: &App, e: &axum::Error) -> HttpResponse {
-    if over_limit(e) {
-        app.body_too_large()
-    } else {
-        error_to_response(&WorkspaceError::validation(format!(
-            "the request body could not be read: {e}"
-        )))
+/// Why a body was not read.
+enum Unread {
+    /// No byte arrived for the whole idle timeout.
+    Stalled,
+    /// Over the limit, or malformed or truncated (a bad chunk, a short `Content-Length`).
+    Failed(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The body, up to `limit` bytes, as long as no gap between its pieces is longer than
+/// `idle`: a large upload on a slow link goes on, a stalled one ends.
+async fn read_body(body: Body, limit: usize, idle: Duration) -> Result<Bytes, Unread> {
+    let mut body = http_body_util::Limited::new(body, limit);
+    let mut read = BytesMut::new();
+    loop {
+        match tokio::time::timeout(idle, body.frame()).await {
+            Err(_) => return Err(Unread::Stalled),
+            Ok(None) => return Ok(read.freeze()),
+            Ok(Some(Err(e))) => return Err(Unread::Failed(e)),
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    read.extend_from_slice(&data);
+                }
+            }
+        }
     }
 }
 
-/// Whether reading a body failed on the size limit (413), not on the body itself (400).
-fn over_limit(e: &axum::Error) -> bool {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(c) = cause {
-        if c.is::<http_body_util::LengthLimitError>() {
-            return true;
-        }
-        cause = c.source();
+/// The answer to a body that was not read: over the limit 413, stalled 408, otherwise 400.
+fn unreadable(app: &App, e: Unread, idle: Duration) -> HttpResponse {
+    match e {
+        Unread::Failed(e) if e.is::<http_body_util::LengthLimitError>() => app.body_too_large(),
+        Unread::Failed(e) => error_to_response(&WorkspaceError::validation(format!(
+            "the request body could not be read: {e}"
+        ))),
+        Unread::Stalled => error_response(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            &format!(
+                "no byte of the request body arrived for {} s (WORKSPACE_CONNECTION_TIMEOUT_SECONDS)",
+                idle.as_secs()
+            ),
+            None,
+        ),
     }
-    false
 }
 
 async fn shutdown_signal() {
