@@ -160,6 +160,11 @@ impl Server {
     }
 
     /// SIGKILL: no chance to flush or clean up.
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn kill9(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
