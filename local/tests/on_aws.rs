@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::aws::{aws_env, provision, refs};
 use common::{run_args, Server};
 use std::sync::Arc;
 use workspace_contract::harness::{managed_keys, Backend, Harness, LIMITS};
@@ -12,36 +13,6 @@ use workspace_core::keys::KeyStore;
 use workspace_store_aws::keys_table::DynamoKeys;
 use workspace_store_aws::secrets_table::DynamoSecrets;
 use workspace_store_aws::{testing, AwsClients, DynamoMeta, S3Bodies};
-
-/// The standard AWS environment pointed at the emulator, and the resource names.
-fn aws_env(names: &[(&str, &str)]) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = [
-        ("AWS_ENDPOINT_URL", testing::moto_url()),
-        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
-        ("AWS_REGION", "us-east-1".to_owned()),
-        ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
-    env.extend(
-        names
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-    );
-    env
-}
-
-fn refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
-    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
-}
-
-fn provision(dir: &std::path::Path, env: &[(String, String)]) -> String {
-    let (status, out, err) = run_args(dir, &refs(env), &["provision"]);
-    assert!(status.success(), "provision failed: {err}");
-    out
-}
 
 #[tokio::test]
 async fn provision_creates_the_data_plane_once_and_then_finds_it() {
