@@ -267,14 +267,16 @@ async fn serve() -> Result<(), String> {
         stores.sessions.clone(),
         stores.bodies.clone(),
         stores.erasers.clone(),
-        session_key,
+        session_key.clone(),
     );
     let mut files = services::files(
         &settings,
         stores.meta.clone(),
         stores.bodies.clone(),
         stores.secrets.clone(),
-    );
+    )
+    // Paging tokens of file listings survive a restart, like the session list's.
+    .with_token_key(session_key);
     let registry = Arc::new(RegistryOf(stores.sessions.clone()));
     let mut app = App::new(auth).with_registry(registry);
     if let Some(cache) = stores.cache.clone() {

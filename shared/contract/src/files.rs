@@ -1,6 +1,7 @@
 //! Contract cases for the file endpoints: reads, versions, preconditions, lineage, listing.
 
-use crate::harness::{file_uri, Harness, KEY_A};
+use crate::harness::{file_uri, Harness, KEY_A, KEY_OTHER};
+use base64::Engine;
 use http::Method;
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -275,6 +276,32 @@ pub async fn list_is_sorted_content_free_and_pages(h: Harness) {
     }
     assert_eq!(seen, ["a/1.md", "a/2.md", "ab.md", "b.md"]);
     assert_eq!(pages, 2);
+
+    // A paging token is signed and bound to its listing: altered, unsigned, or issued for
+    // another prefix or another workspace, it is refused.
+    let first = h
+        .call(Method::GET, "/v1/host/workspace/files?limit=1", Some(KEY_A))
+        .send()
+        .await
+        .assert_ok();
+    let token = first["nextToken"].as_str().expect("a next page").to_owned();
+    let unsigned = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("after:a/1.md");
+    let altered = format!("{}A", token);
+    for (key, query) in [
+        (KEY_A, format!("limit=1&nextToken={unsigned}")),
+        (KEY_A, format!("limit=1&nextToken={altered}")),
+        (KEY_A, format!("limit=1&prefix=a/&nextToken={token}")),
+        (KEY_OTHER, format!("limit=1&nextToken={token}")),
+    ] {
+        h.call(
+            Method::GET,
+            &format!("/v1/host/workspace/files?{query}"),
+            Some(key),
+        )
+        .send()
+        .await
+        .assert_error(400, "validation_error");
+    }
 
     for bad in [
         "limit=0",

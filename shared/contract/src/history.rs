@@ -113,6 +113,13 @@ pub async fn history_lists_exactly_the_retained_versions(h: Harness) {
         .assert_ok();
     assert_eq!(versions_of(&p2), kept[2..]);
     assert!(p2.get("nextToken").is_none());
+    // The token is signed for this path's history: another path's, or an altered one, is 400.
+    h.put(KEY_A, "other.md", "o").await.assert_ok();
+    for (path, t) in [("other.md", token.clone()), ("h.md", format!("{token}A"))] {
+        h.history(KEY_A, path, &format!("limit=2&nextToken={t}"))
+            .await
+            .assert_error(400, "validation_error");
+    }
     // A delete is a tombstone entry at the top.
     assert_eq!(h.delete(KEY_A, "h.md").await.status, 204);
     let after = h.history(KEY_A, "h.md", "").await.assert_ok();

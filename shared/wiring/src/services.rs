@@ -20,7 +20,7 @@ pub fn files(
     bodies: Arc<dyn BodyStore>,
     secrets: Arc<dyn SecretStore>,
 ) -> WorkspaceService {
-    WorkspaceService::new(
+    let service = WorkspaceService::new(
         meta,
         bodies,
         Arc::new(LogEvents),
@@ -31,7 +31,11 @@ pub fn files(
     .with_redactor(s.redactor.clone())
     .with_secrets(secrets)
     .with_snapshot_ttl_ms(s.snapshot_ttl_ms)
-    .with_upload_url_seconds(s.upload_url_seconds)
+    .with_upload_url_seconds(s.upload_url_seconds);
+    match &s.session_token_key {
+        Some(key) => service.with_token_key(key.clone()),
+        None => service,
+    }
 }
 
 /// The RFC 0019 TTL cache; values are redacted like files (WSR-1).

@@ -81,6 +81,9 @@ pub struct WorkspaceService {
     /// Signs upload URLs when the body store cannot presign (the local server).
     upload_signer: Option<crate::blob::LocalPresign>,
     upload_url_seconds: u64,
+    /// Signs the paging tokens of file and version listings (random unless configured:
+    /// then tokens only verify in the process that issued them).
+    token_key: crate::sessions::token::TokenKey,
 }
 
 /// The live head, if the path has one.
@@ -201,7 +204,19 @@ impl WorkspaceService {
             snapshot_ttl_ms: DEFAULT_SNAPSHOT_TTL_MS,
             upload_signer: None,
             upload_url_seconds: DEFAULT_UPLOAD_URL_SECONDS,
+            token_key: crate::sessions::token::TokenKey::random(),
         }
+    }
+
+    /// The key paging tokens are signed with; every process of a deployment needs the same
+    /// (`WORKSPACE_SESSION_TOKEN_KEY`).
+    pub fn with_token_key(mut self, key: crate::sessions::token::TokenKey) -> Self {
+        self.token_key = key;
+        self
+    }
+
+    pub fn token_key(&self) -> &crate::sessions::token::TokenKey {
+        &self.token_key
     }
 
     /// How long a run snapshot lives (`WORKSPACE_SNAPSHOT_TTL_SECONDS`, default 7 days).

@@ -56,10 +56,10 @@ impl TokenKey {
         mac
     }
 
-    /// `binding` names the caller's scope; a token only verifies under the same binding.
-    pub fn issue(&self, binding: &str, pos: &Position) -> String {
-        let body = format!("{}:{}", pos.last_task_at, pos.session_id);
-        let tag = self.mac(binding, &body).finalize().into_bytes();
+    /// A token carrying `body`, valid only under `binding` (the listing and the caller's
+    /// scope it was issued for).
+    pub fn seal(&self, binding: &str, body: &str) -> String {
+        let tag = self.mac(binding, body).finalize().into_bytes();
         format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(body.as_bytes()),
@@ -67,7 +67,8 @@ impl TokenKey {
         )
     }
 
-    pub fn verify(&self, binding: &str, token: &str) -> Result<Position> {
+    /// The body of a token [`TokenKey::seal`] issued under `binding`; anything else is 400.
+    pub fn open(&self, binding: &str, token: &str) -> Result<String> {
         let (body, tag) = token.split_once('.').ok_or_else(bad)?;
         let body = String::from_utf8(URL_SAFE_NO_PAD.decode(body).map_err(|_| bad())?)
             .map_err(|_| bad())?;
@@ -76,6 +77,16 @@ impl TokenKey {
         self.mac(binding, &body)
             .verify_slice(&tag)
             .map_err(|_| bad())?;
+        Ok(body)
+    }
+
+    /// `binding` names the caller's scope; a token only verifies under the same binding.
+    pub fn issue(&self, binding: &str, pos: &Position) -> String {
+        self.seal(binding, &format!("{}:{}", pos.last_task_at, pos.session_id))
+    }
+
+    pub fn verify(&self, binding: &str, token: &str) -> Result<Position> {
+        let body = self.open(binding, token)?;
         let (at, id) = body.split_once(':').ok_or_else(bad)?;
         Ok(Position {
             last_task_at: at.parse().map_err(|_| bad())?,
