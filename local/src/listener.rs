@@ -3,8 +3,12 @@
 //! deadline on every request head, so a slow or silent client (or an idle keep-alive
 //! connection) is closed after `timeout`; on shutdown, requests in flight finish and idle
 //! connections close. Written here because `axum::serve` has neither timeouts nor a cap.
+//! Every request head first passes the gate (`head_gate`), which refuses a malformed one in
+//! the error envelope.
 
+use crate::head_gate::{Gate, Refusal, Refusals};
 use hyper::server::conn::http1;
+use hyper::service::Service;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -45,13 +49,23 @@ pub async fn serve(
             refuse_busy(&stream);
             continue;
         };
+        let refusals = Arc::new(Refusals::default());
+        let gated = Gate::new(stream, refusals.clone());
+        let routed = TowerToHyperService::new(router.clone());
+        let service = hyper::service::service_fn(move |req| {
+            let refused = refusals.take();
+            let answer = refused.is_none().then(|| routed.call(req));
+            async move {
+                match (answer, refused) {
+                    (Some(answer), _) => answer.await,
+                    (None, refused) => Ok(refusal_response(refused)),
+                }
+            }
+        });
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(bounds.timeout)
-            .serve_connection(
-                TokioIo::new(stream),
-                TowerToHyperService::new(router.clone()),
-            );
+            .serve_connection(TokioIo::new(gated), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             let _permit = permit;
@@ -74,4 +88,30 @@ fn refuse_busy(stream: &TcpStream) {
         BODY.len()
     );
     let _ = stream.try_write(answer.as_bytes());
+}
+
+/// The answer to a head the gate refused: its status in the envelope, and the connection
+/// closes after it.
+fn refusal_response(refused: Option<Refusal>) -> http::Response<axum::body::Body> {
+    let Refusal {
+        status,
+        code,
+        message,
+    } = refused.unwrap_or_else(|| Refusal {
+        status: http::StatusCode::BAD_REQUEST,
+        code: "validation_error",
+        message: "the request could not be read".to_owned(),
+    });
+    tracing::info!(
+        route = "unmatched",
+        status = status.as_u16(),
+        code,
+        "request head refused"
+    );
+    let mut resp = workspace_http::envelope::error_response(status, code, &message, None);
+    resp.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    resp.map(axum::body::Body::from)
 }

@@ -2,6 +2,7 @@
 //! Requests enter in `server.rs`, go through the shared router (`workspace-http`), and bytes
 //! land in one redb file under `WORKSPACE_DATA_DIR`. `workspace-local keys …` manages API keys.
 
+mod head_gate;
 mod keys;
 mod listener;
 mod mcp_stdio;

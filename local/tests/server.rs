@@ -589,3 +589,134 @@ async fn slow_silent_and_surplus_connections_are_bounded() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Everything the server answers on one raw connection until it closes.
+fn raw_exchange(addr: &str, bytes: &[u8]) -> String {
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    tcp.write_all(bytes).unwrap();
+    let mut out = Vec::new();
+    let _ = tcp.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Request heads that hyper would refuse with a bare status, or read wrongly (a fragment is
+/// dropped by `http::Uri`, so `PUT report.md#draft` wrote `report.md`), are refused in the
+/// error envelope and change nothing; well-formed requests before them on the same
+/// connection (a sized body, a chunked one with trailers) are answered first, in order.
+#[tokio::test]
+async fn malformed_request_heads_are_refused_in_the_envelope_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &[]).await;
+    let key = s.generated_key();
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let c = Client::new();
+    let r = common::put_content(&c, files(&s, "report.md"), &key, "original").await;
+    assert!(r.status().is_success(), "{}", r.status());
+    let auth = format!("Host: x\r\nAuthorization: Bearer {key}\r\n");
+    let body = r#"{"content":"overwritten"}"#;
+    let sized = |method: &str, target: &str| {
+        format!(
+            "{method} {target} HTTP/1.1\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+
+    let hostile: Vec<(&str, String, u16, &str)> = vec![
+        (
+            "a fragment on a PUT",
+            sized("PUT", "/v1/host/workspace/files/report.md#draft-2"),
+            400,
+            "fragment",
+        ),
+        (
+            "a fragment on a DELETE",
+            format!("DELETE /v1/host/workspace/files/report.md#old HTTP/1.1\r\n{auth}\r\n"),
+            400,
+            "fragment",
+        ),
+        (
+            "a bad request line",
+            format!("PUT  /v1/host/workspace/files/report.md HTTP/1.1 extra\r\n{auth}\r\n"),
+            400,
+            "malformed",
+        ),
+        (
+            "raw bytes in the path",
+            format!("PUT /v1/host/workspace/files/re\u{1}port.md HTTP/1.1\r\n{auth}\r\n"),
+            400,
+            "validation_error",
+        ),
+        (
+            "a Content-Length that is not a number",
+            format!("PUT /v1/host/workspace/files/report.md HTTP/1.1\r\n{auth}Content-Length: 12abc\r\n\r\n{body}"),
+            400,
+            "Content-Length",
+        ),
+        (
+            "two different Content-Lengths",
+            format!("PUT /v1/host/workspace/files/report.md HTTP/1.1\r\n{auth}Content-Length: 3\r\nContent-Length: 25\r\n\r\n{body}"),
+            400,
+            "Content-Length",
+        ),
+        (
+            "oversized header fields",
+            format!("GET /v1/host/workspace/files/report.md HTTP/1.1\r\n{auth}X-Big: {}\r\n\r\n", "a".repeat(70 * 1024)),
+            431,
+            "headers_too_large",
+        ),
+        (
+            "too many header fields",
+            format!("GET /v1/host/workspace/files/report.md HTTP/1.1\r\n{auth}{}\r\n", "X-A: b\r\n".repeat(200)),
+            431,
+            "headers_too_large",
+        ),
+    ];
+    for (what, request, status, says) in &hostile {
+        let said = raw_exchange(&addr, request.as_bytes());
+        assert!(
+            said.starts_with(&format!("HTTP/1.1 {status}")),
+            "{what}: {said}"
+        );
+        let envelope: Value = serde_json::from_str(said.split("\r\n\r\n").nth(1).unwrap_or(""))
+            .unwrap_or_else(|e| panic!("{what}: no envelope ({e}): {said}"));
+        assert!(
+            envelope["error"].is_string() && envelope["message"].is_string(),
+            "{what}: {said}"
+        );
+        assert!(said.contains(says), "{what}: {said}");
+    }
+
+    // Keep-alive and pipelining: a sized PUT, a chunked PUT with a trailer, a GET, then a
+    // fragment: three answers in order, then the refusal, then the connection closes.
+    let chunked = format!(
+        "PUT /v1/host/workspace/files/chunked.md HTTP/1.1\r\n{auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{{\"con\r\n{:x}\r\n{}\r\n0\r\nX-Trailer: t\r\n\r\n",
+        body.len() - 5,
+        &body[5..]
+    );
+    let pipelined = format!(
+        "{}{chunked}GET /v1/host/workspace/files/chunked.md HTTP/1.1\r\n{auth}\r\n{}",
+        sized("PUT", "/v1/host/workspace/files/sized.md"),
+        sized("PUT", "/v1/host/workspace/files/report.md#draft-3"),
+    );
+    let said = raw_exchange(&addr, pipelined.as_bytes());
+    let statuses: Vec<&str> = said
+        .split("HTTP/1.1 ")
+        .skip(1)
+        .map(|answer| &answer[..3])
+        .collect();
+    assert_eq!(statuses, ["200", "200", "200", "400"], "{said}");
+    assert!(said.contains("fragment"), "{said}");
+
+    for (path, content) in [
+        ("report.md", "original"),
+        ("sized.md", "overwritten"),
+        ("chunked.md", "overwritten"),
+    ] {
+        let r = common::get_with(&c, files(&s, path), &key).await;
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        let got: Value = r.json().await.unwrap();
+        assert_eq!(got["content"], content, "{path}");
+    }
+}
