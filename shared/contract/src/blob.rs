@@ -27,6 +27,12 @@ async fn get(h: &Harness, who: &str, key: &str) -> Reply {
         .await
 }
 
+async fn delete(h: &Harness, who: &str, key: &str) -> Reply {
+    h.call(Method::DELETE, &uri("default", key), Some(who))
+        .send()
+        .await
+}
+
 async fn list(h: &Harness, who: &str, bucket: &str, query: &str) -> Reply {
     h.call(
         Method::GET,
@@ -406,16 +412,49 @@ pub async fn presigned_get_and_put_work_before_expiry(h: Harness) {
     );
     assert_eq!(r.body.as_ref(), b"version one");
 
-    // Pinned: after an overwrite the URL never serves the new bytes (S3 keeps serving the
-    // presigned version; the local stores keep one version and answer 404).
+    // Pinned: after overwrites the URL keeps reading the version it was signed for, on
+    // every store (S3 keeps versions; the local stores keep a replaced one until no URL
+    // can name it); a URL signed after the overwrite reads the new bytes.
     put(&h, KEY_A, "doc.bin", b"version two", "application/pdf")
         .await
         .assert_ok();
-    let r = h.fetch(Method::GET, &url, &g["headers"], Vec::new()).await;
-    assert_ne!(r.body.as_ref(), b"version two");
-    if r.status.is_success() {
-        assert_eq!(r.body.as_ref(), b"version one");
+    let g_two = presign(
+        &h,
+        KEY_A,
+        &json!({"key": "doc.bin", "method": "GET", "expiresInSeconds": 60}),
+    )
+    .await
+    .assert_ok();
+    put(&h, KEY_A, "doc.bin", b"version three", "application/pdf")
+        .await
+        .assert_ok();
+    for (signed, bytes) in [(&g, &b"version one"[..]), (&g_two, b"version two")] {
+        let u = signed["url"].as_str().expect("url");
+        let r = h
+            .fetch(Method::GET, u, &signed["headers"], Vec::new())
+            .await;
+        assert_eq!(
+            r.status.as_u16(),
+            200,
+            "{}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert_eq!(r.body.as_ref(), bytes);
     }
+    assert_eq!(
+        get(&h, KEY_A, "doc.bin").await.body.as_ref(),
+        b"version three"
+    );
+    // A DELETE removes every version: no URL reads one any more.
+    let r = delete(&h, KEY_A, "doc.bin").await;
+    assert!(r.status.is_success(), "{}", r.status);
+    let r = h.fetch(Method::GET, &url, &g["headers"], Vec::new()).await;
+    assert_eq!(
+        r.status.as_u16(),
+        404,
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
 
     let body = b"\x00uploaded\xff".to_vec();
     let p = presign(

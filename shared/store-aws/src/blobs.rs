@@ -42,6 +42,8 @@ impl BlobStore for S3Blobs {
         bytes: Vec<u8>,
         content_type: &str,
         now: Millis,
+        // S3 keeps the replaced version itself, under the bucket's lifecycle.
+        _keep_superseded_ms: u64,
     ) -> Result<BlobMeta> {
         let size = bytes.len() as u64;
         let out = self

@@ -12,7 +12,7 @@ use super::{
     db_err, decode, encode, EmbeddedStore, BODIES, HEADS, IDEMPOTENCY, LIVE_COUNTS, SNAPSHOTS,
     VERSIONS,
 };
-use crate::capabilities::{BLOB_BYTES, BLOB_META, CACHE};
+use crate::capabilities::{BLOB_BYTES, BLOB_META, BLOB_SUPERSEDED, BLOB_SUPERSEDED_BYTES, CACHE};
 use crate::STAGED;
 use async_trait::async_trait;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
@@ -105,6 +105,25 @@ pub(crate) fn drain_str_where<V: redb::Value + 'static>(
     let end = prefix_end(prefix);
     let gone = t
         .extract_from_if(prefix..end.as_str(), |_, v| doomed(v))
+        .map_err(db_err)?;
+    let mut n = 0;
+    for item in gone {
+        item.map_err(db_err)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Removes the keys whose first part starts with `prefix`; how many went.
+fn drain_pairs(
+    txn: &WriteTransaction,
+    def: TableDefinition<(&str, &str), &[u8]>,
+    prefix: &str,
+) -> Result<u64> {
+    let mut t = txn.open_table(def).map_err(db_err)?;
+    let end = prefix_end(prefix);
+    let gone = t
+        .extract_from_if((prefix, "")..(end.as_str(), ""), |_, _| true)
         .map_err(db_err)?;
     let mut n = 0;
     for item in gone {
@@ -384,18 +403,10 @@ impl BodyEraser for EmbeddedStore {
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(db_err)?;
             let mut n = 0;
-            {
-                let mut t = txn.open_table(BODIES).map_err(db_err)?;
-                let end = prefix_end(&prefix);
-                let gone = t
-                    .extract_from_if((prefix.as_str(), "")..(end.as_str(), ""), |_, _| true)
-                    .map_err(db_err)?;
-                for item in gone {
-                    item.map_err(db_err)?;
-                    n += 1;
-                }
-            }
             // The RFC 0019 data of the workspace lives in the same file.
+            for table in [BODIES, BLOB_SUPERSEDED, BLOB_SUPERSEDED_BYTES] {
+                n += drain_pairs(&txn, table, &prefix)?;
+            }
             for table in [CACHE, BLOB_META, BLOB_BYTES, STAGED] {
                 n += drain_str(&txn, table, &prefix)?;
             }
@@ -409,12 +420,16 @@ impl BodyEraser for EmbeddedStore {
         let prefix = prefix.to_owned();
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(db_err)?;
-            let t = txn.open_table(BODIES).map_err(db_err)?;
             let end = prefix_end(&prefix);
-            let mut n = t
-                .range((prefix.as_str(), "")..(end.as_str(), ""))
-                .map_err(db_err)?
-                .count() as u64;
+            let mut n = 0;
+            for table in [BODIES, BLOB_SUPERSEDED, BLOB_SUPERSEDED_BYTES] {
+                n += txn
+                    .open_table(table)
+                    .map_err(db_err)?
+                    .range((prefix.as_str(), "")..(end.as_str(), ""))
+                    .map_err(db_err)?
+                    .count() as u64;
+            }
             for table in [CACHE, BLOB_META, BLOB_BYTES, STAGED] {
                 n += count_str(db, table, &prefix)?;
             }

@@ -1,10 +1,13 @@
 //! In-memory cache and blob adapters (RFC 0019), keyed by full storage keys so scopes never
-//! meet. Blobs keep one version per key: a pinned read of an older version finds nothing.
+//! meet. A blob keeps the versions an overwrite replaced while a presigned URL may still
+//! name them (`SupersededBlob::readable_until`), as S3 keeps them.
 
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use workspace_core::blob::{bucket_prefix, BlobKey, BlobLocation, BlobMeta, BlobStore};
+use workspace_core::blob::{
+    bucket_prefix, BlobKey, BlobLocation, BlobMeta, BlobStore, SupersededBlob,
+};
 use workspace_core::cache::{CacheEntry, CacheKey, CacheStore};
 use workspace_core::model::Millis;
 use workspace_core::{PathPrefix, Result, Scope, WorkspaceError};
@@ -51,8 +54,15 @@ impl CacheStore for MemoryCache {
     }
 }
 
-/// Storage key → (meta, bytes), sorted for listing.
-type ObjectMap = BTreeMap<String, (BlobMeta, Vec<u8>)>;
+/// Storage key → object, sorted for listing.
+type ObjectMap = BTreeMap<String, Object>;
+
+struct Object {
+    meta: BlobMeta,
+    bytes: Vec<u8>,
+    /// Versions overwrites replaced that a pinned read may still ask for.
+    superseded: Vec<(SupersededBlob, Vec<u8>)>,
+}
 
 /// Blobs in memory.
 #[derive(Default, Clone)]
@@ -68,12 +78,31 @@ impl BlobStore for MemoryBlobs {
         bytes: Vec<u8>,
         content_type: &str,
         now: Millis,
+        keep_superseded_ms: u64,
     ) -> Result<BlobMeta> {
         let meta = BlobMeta::for_new_object(loc, &bytes, content_type, now);
-        self.objects
-            .lock()
-            .map_err(poisoned)?
-            .insert(loc.storage_key(), (meta.clone(), bytes));
+        let mut objects = self.objects.lock().map_err(poisoned)?;
+        let mut superseded = Vec::new();
+        if let Some(old) = objects.remove(&loc.storage_key()) {
+            superseded = old.superseded;
+            superseded.retain(|(s, _)| s.readable_until > now);
+            let until = now.saturating_add(i64::try_from(keep_superseded_ms).unwrap_or(i64::MAX));
+            superseded.push((
+                SupersededBlob {
+                    meta: old.meta,
+                    readable_until: until,
+                },
+                old.bytes,
+            ));
+        }
+        objects.insert(
+            loc.storage_key(),
+            Object {
+                meta: meta.clone(),
+                bytes,
+                superseded,
+            },
+        );
         Ok(meta)
     }
 
@@ -82,13 +111,19 @@ impl BlobStore for MemoryBlobs {
         loc: &BlobLocation,
         version_id: Option<&str>,
     ) -> Result<Option<(BlobMeta, Vec<u8>)>> {
-        Ok(self
-            .objects
-            .lock()
-            .map_err(poisoned)?
-            .get(&loc.storage_key())
-            .filter(|(m, _)| version_id.is_none_or(|v| v == m.version_id))
-            .cloned())
+        let objects = self.objects.lock().map_err(poisoned)?;
+        let Some(o) = objects.get(&loc.storage_key()) else {
+            return Ok(None);
+        };
+        Ok(match version_id {
+            None => Some((o.meta.clone(), o.bytes.clone())),
+            Some(v) if v == o.meta.version_id => Some((o.meta.clone(), o.bytes.clone())),
+            Some(v) => o
+                .superseded
+                .iter()
+                .find(|(s, _)| s.meta.version_id == v)
+                .map(|(s, b)| (s.meta.clone(), b.clone())),
+        })
     }
 
     async fn head(&self, loc: &BlobLocation) -> Result<Option<BlobMeta>> {
@@ -117,9 +152,9 @@ impl BlobStore for MemoryBlobs {
         Ok(guard
             .range(wanted.clone()..)
             .take_while(|(k, _)| k.starts_with(&wanted))
-            .filter(|(_, (m, _))| after.is_none_or(|a| m.key.as_str() > a.as_str()))
+            .filter(|(_, o)| after.is_none_or(|a| o.meta.key.as_str() > a.as_str()))
             .take(limit)
-            .map(|(_, (m, _))| m.clone())
+            .map(|(_, o)| o.meta.clone())
             .collect())
     }
 }

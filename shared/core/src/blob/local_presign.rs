@@ -3,8 +3,8 @@
 //! `/v1/signed/blob/<tenant>/<workspace>/<bucket>/<key>?…`. The scope in the path is safe
 //! to show because the signature covers it: nobody can change it without the secret.
 //!
-//! GET URLs are pinned to the version presigned (an overwrite makes them 404, as the
-//! local stores keep one version); PUT URLs carry the size limit (`max`), and the exact
+//! GET URLs are pinned to the version presigned (after an overwrite they keep reading it,
+//! as S3's do: the local stores keep a replaced version until no URL can name it); PUT URLs carry the size limit (`max`), and the exact
 //! size (`len`) and content type (`ct`) when the client named them.
 
 use super::service::{check_content_type, no_object, too_large, BlobService};
@@ -170,7 +170,16 @@ impl BlobService {
                     ));
                 }
                 check_content_type(ct)?;
-                let meta = self.store.put(&loc, body, ct, self.clock.now_ms()).await?;
+                let meta = self
+                    .store
+                    .put(
+                        &loc,
+                        body,
+                        ct,
+                        self.clock.now_ms(),
+                        self.keep_superseded_ms(),
+                    )
+                    .await?;
                 Ok(SignedOutcome::Put(meta))
             }
             _ => Err(invalid()),

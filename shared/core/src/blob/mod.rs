@@ -180,13 +180,18 @@ pub struct PresignedUrl {
 /// The blob port. Keys passed in are full storage keys under the scope's prefix.
 #[async_trait]
 pub trait BlobStore: Send + Sync {
-    /// Replaces the object; `now` is its `updated_at` where the store keeps no clock.
+    /// Replaces the object; `now` is its `updated_at` where the store keeps no clock. The
+    /// version replaced stays readable by its id (a pinned GET) for `keep_superseded_ms`
+    /// more: the longest a URL presigned before the overwrite can live. S3 keeps versions
+    /// itself (the bucket's noncurrent-version lifecycle); stores that keep the bytes
+    /// themselves drop them after that.
     async fn put(
         &self,
         loc: &BlobLocation,
         bytes: Vec<u8>,
         content_type: &str,
         now: Millis,
+        keep_superseded_ms: u64,
     ) -> Result<BlobMeta>;
     /// The current object, or `Some` of the given version when `version_id` is set.
     async fn get(
@@ -220,6 +225,15 @@ pub trait BlobStore: Send + Sync {
     ) -> Result<Option<PresignedUrl>> {
         Ok(None)
     }
+}
+
+/// A version an overwrite replaced, as the local stores keep it for pinned reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SupersededBlob {
+    pub meta: BlobMeta,
+    /// From when on nobody can read it any more (the overwrite plus the longest presign).
+    pub readable_until: Millis,
 }
 
 /// An opaque etag for stores without their own: a quoted prefix of the content's SHA-256.

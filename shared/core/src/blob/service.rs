@@ -150,7 +150,21 @@ impl BlobService {
         if size > self.limits.max_object_bytes {
             return Err(too_large(size, self.limits.max_object_bytes));
         }
-        self.store.put(loc, bytes, ct, self.clock.now_ms()).await
+        self.store
+            .put(
+                loc,
+                bytes,
+                ct,
+                self.clock.now_ms(),
+                self.keep_superseded_ms(),
+            )
+            .await
+    }
+
+    /// How long a replaced version stays readable by id: a GET URL presigned for it just
+    /// before the overwrite lives at most this long.
+    pub(super) fn keep_superseded_ms(&self) -> u64 {
+        self.limits.max_presign_seconds.saturating_mul(1000)
     }
 
     pub async fn get(&self, loc: &BlobLocation) -> Result<(BlobMeta, Vec<u8>)> {
