@@ -21,6 +21,7 @@ use tokio::sync::Semaphore;
 pub struct Bounds {
     pub timeout: Duration,
     pub max_connections: usize,
+    pub max_buffered_body_bytes: u64,
 }
 
 pub async fn serve(

@@ -319,6 +319,7 @@ async fn serve() -> Result<(), String> {
     let bounds = listener::Bounds {
         timeout: std::time::Duration::from_secs(local.connection_timeout_seconds),
         max_connections: local.max_connections,
+        max_buffered_body_bytes: local.max_buffered_body_bytes,
     };
     server::serve(listener, Arc::new(app), bounds).await
 }

@@ -11,6 +11,7 @@ use http_body_util::BodyExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use workspace_core::WorkspaceError;
 use workspace_http::envelope::{error_response, error_to_response, HttpResponse};
 use workspace_http::{App, PathForm, RouteLabel};
@@ -23,6 +24,7 @@ pub async fn serve(
     let served = Served {
         app,
         body_timeout: bounds.timeout,
+        body_budget: BodyBudget::new(bounds.max_buffered_body_bytes),
     };
     let router = axum::Router::new()
         .fallback(handle)
@@ -37,6 +39,72 @@ struct Served {
     app: Arc<App>,
     /// The longest gap allowed between two pieces of a request body.
     body_timeout: Duration,
+    body_budget: BodyBudget,
+}
+
+/// Request bodies are read whole before a handler runs, so the bytes held at once are
+/// bounded across connections: each body reserves its declared length (or its route's
+/// limit, when chunked) before a byte is read, and gives it back when answered.
+struct BodyBudget {
+    /// In KiB, so the largest budget fits a semaphore's permits.
+    kib: Arc<Semaphore>,
+    total: u64,
+}
+
+impl BodyBudget {
+    fn new(bytes: u64) -> BodyBudget {
+        let kib = usize::try_from(bytes.div_ceil(1024))
+            .unwrap_or(Semaphore::MAX_PERMITS)
+            .min(Semaphore::MAX_PERMITS);
+        BodyBudget {
+            kib: Arc::new(Semaphore::new(kib)),
+            total: bytes,
+        }
+    }
+
+    /// A reservation for a body of up to `bytes`, or the 503 that says the server holds
+    /// all the bodies it may at once.
+    fn reserve(&self, bytes: u64) -> Result<Option<OwnedSemaphorePermit>, HttpResponse> {
+        if bytes == 0 {
+            return Ok(None);
+        }
+        let kib = u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX);
+        match self.kib.clone().try_acquire_many_owned(kib) {
+            Ok(permit) => Ok(Some(permit)),
+            Err(_) => {
+                let mut refused = error_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    &format!(
+                        "the server holds its maximum of request bodies in memory ({} bytes, WORKSPACE_MAX_BUFFERED_BODY_BYTES); retry shortly",
+                        self.total
+                    ),
+                    None,
+                );
+                refused.headers_mut().insert(
+                    http::header::RETRY_AFTER,
+                    http::HeaderValue::from_static("1"),
+                );
+                Err(refused)
+            }
+        }
+    }
+}
+
+/// The most bytes the body of a request with these headers can hold: its declared length,
+/// or the route's limit when none is declared (chunked).
+fn body_bound(parts: &http::request::Parts, limit: usize) -> u64 {
+    let declared = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let chunked = parts.headers.contains_key(http::header::TRANSFER_ENCODING);
+    match (declared, chunked) {
+        (_, true) => limit as u64,
+        (Some(n), false) => n.min(limit as u64),
+        (None, false) => 0,
+    }
 }
 
 async fn handle(State(served): State<Arc<Served>>, req: Request<Body>) -> Response<Body> {
@@ -47,11 +115,19 @@ async fn handle(State(served): State<Arc<Served>>, req: Request<Body>) -> Respon
     let limit = app.max_request_bytes_for(parts.uri.path());
     // What the head alone decides (credential, declared length) comes before a byte of the
     // body is read; then the body, bounded.
+    // The reservation lives until the answer is built, so the body it covers is gone.
+    let mut _reserved = None;
     let read = match app.admit(&mut parts).await {
         Some(refused) => Err(refused),
-        None => read_body(body, limit, served.body_timeout)
-            .await
-            .map_err(|e| unreadable(app, e, served.body_timeout)),
+        None => match served.body_budget.reserve(body_bound(&parts, limit)) {
+            Err(busy) => Err(busy),
+            Ok(permit) => {
+                _reserved = permit;
+                read_body(body, limit, served.body_timeout)
+                    .await
+                    .map_err(|e| unreadable(app, e, served.body_timeout))
+            }
+        },
     };
     let resp = match read {
         Ok(bytes) => {

@@ -720,3 +720,52 @@ async fn malformed_request_heads_are_refused_in_the_envelope_and_change_nothing(
         assert_eq!(got["content"], content, "{path}");
     }
 }
+
+/// Bodies held in memory at once are bounded across connections: one that would pass
+/// WORKSPACE_MAX_BUFFERED_BODY_BYTES is answered 503 from its head, and the room comes back
+/// once the body holding it is answered.
+#[tokio::test]
+async fn bodies_held_at_once_are_bounded_across_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(
+        dir.path(),
+        &[("WORKSPACE_MAX_BUFFERED_BODY_BYTES", "65536")],
+    )
+    .await;
+    let key = s.generated_key();
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let content = "x".repeat(40 * 1024);
+    let body = serde_json::to_vec(&json!({ "content": content })).unwrap();
+    let head = |path: &str| {
+        format!(
+            "PUT /v1/host/workspace/files/{path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+    };
+    // The first body is announced and held back: its 40 KiB are reserved.
+    let mut first = std::net::TcpStream::connect(&addr).unwrap();
+    first
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    first.write_all(head("first.md").as_bytes()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut second = head("second.md").into_bytes();
+    second.extend_from_slice(&body);
+    let said = raw_exchange(&addr, &second);
+    assert!(said.starts_with("HTTP/1.1 503"), "{said}");
+    assert!(said.contains("WORKSPACE_MAX_BUFFERED_BODY_BYTES"), "{said}");
+    // The first body arrives and is answered; the room is back.
+    first.write_all(&body).unwrap();
+    let mut answer = [0u8; 64];
+    let n = first.read(&mut answer).unwrap();
+    assert!(
+        String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer[..n])
+    );
+    let said = raw_exchange(&addr, &second);
+    assert!(said.starts_with("HTTP/1.1 200"), "{said}");
+    let c = Client::new();
+    let r = common::get_with(&c, files(&s, "second.md"), &key).await;
+    assert_eq!(r.status(), StatusCode::OK);
+}

@@ -101,6 +101,9 @@ pub struct LocalSettings {
     /// `WORKSPACE_MAX_CONNECTIONS` (default 512): open connections served at once; one
     /// more is answered 503 and closed.
     pub max_connections: usize,
+    /// `WORKSPACE_MAX_BUFFERED_BODY_BYTES` (default 256 MiB): request bodies held in memory
+    /// at once, all connections together; a body that would pass it is answered 503.
+    pub max_buffered_body_bytes: u64,
 }
 
 /// JWT claim names the Lambda functions read identity from.
@@ -203,6 +206,11 @@ impl Settings {
                 )?,
                 max_connections: usize::try_from(positive(&get, "WORKSPACE_MAX_CONNECTIONS", 512)?)
                     .unwrap_or(usize::MAX),
+                max_buffered_body_bytes: positive(
+                    &get,
+                    "WORKSPACE_MAX_BUFFERED_BODY_BYTES",
+                    256 * 1024 * 1024,
+                )?,
             },
         })
     }
