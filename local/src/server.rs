@@ -62,17 +62,22 @@ impl BodyBudget {
         }
     }
 
-    /// A reservation for a body of up to `bytes`, or the 503 that says the server holds
-    /// all the bodies it may at once.
-    fn reserve(&self, bytes: u64) -> Result<Option<OwnedSemaphorePermit>, HttpResponse> {
+    /// A reservation for a body of up to `bytes` (none needed for no body), or `Err` when
+    /// the bodies already held leave no room for it.
+    fn reserve(&self, bytes: u64) -> Result<Option<OwnedSemaphorePermit>, OverBudget> {
         if bytes == 0 {
             return Ok(None);
         }
         let kib = u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX);
         match self.kib.clone().try_acquire_many_owned(kib) {
             Ok(permit) => Ok(Some(permit)),
-            Err(_) => {
-                let mut refused = error_response(
+            Err(_) => Err(OverBudget),
+        }
+    }
+
+    /// The 503 that says the server holds all the bodies it may at once.
+    fn refusal(&self) -> HttpResponse {
+        let mut refused = error_response(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",
                     &format!(
@@ -81,15 +86,15 @@ impl BodyBudget {
                     ),
                     None,
                 );
-                refused.headers_mut().insert(
-                    http::header::RETRY_AFTER,
-                    http::HeaderValue::from_static("1"),
-                );
-                Err(refused)
-            }
-        }
+        refused.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("1"),
+        );
+        refused
     }
 }
+
+struct OverBudget;
 
 /// The most bytes the body of a request with these headers can hold: its declared length,
 /// or the route's limit when none is declared (chunked).
@@ -120,7 +125,7 @@ async fn handle(State(served): State<Arc<Served>>, req: Request<Body>) -> Respon
     let read = match app.admit(&mut parts).await {
         Some(refused) => Err(refused),
         None => match served.body_budget.reserve(body_bound(&parts, limit)) {
-            Err(busy) => Err(busy),
+            Err(OverBudget) => Err(served.body_budget.refusal()),
             Ok(permit) => {
                 _reserved = permit;
                 read_body(body, limit, served.body_timeout)
