@@ -255,6 +255,23 @@ async fn mcp(who: mcp_stdio::Who) -> Result<(), String> {
 async fn serve() -> Result<(), String> {
     let settings = Settings::from_env()?;
     let stores = Stores::open(&settings).await?;
+    // Bodies a killed process stored but never committed: removed before the first request,
+    // while no write can be in flight (the database file admits one process at a time).
+    if let Some(inventory) = &stores.inventory {
+        let removed = workspace_core::service::sweep::sweep_unreferenced_bodies(
+            stores.meta.as_ref(),
+            stores.bodies.as_ref(),
+            inventory.as_ref(),
+        )
+        .await
+        .map_err(|e| format!("sweeping uncommitted bodies: {e}"))?;
+        if removed > 0 {
+            tracing::info!(
+                removed,
+                "removed bodies no version names (left by a stopped process)"
+            );
+        }
+    }
     let local = &settings.local;
     let (auth, key_source) =
         keys::authenticator(local.api_keys.as_deref(), stores.keys.clone()).await?;

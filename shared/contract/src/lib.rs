@@ -7,6 +7,7 @@ pub mod binary;
 pub mod blob;
 pub mod cache;
 pub mod concurrency;
+pub mod faults;
 pub mod files;
 pub mod harness;
 pub mod history;
@@ -122,5 +123,16 @@ macro_rules! capability_tests {
                 $crate::$module::$case(harness).await;
             }
         )*
+    };
+}
+
+/// The fault-injection case for the backend `make` builds, with its recovery (sweeper).
+#[macro_export]
+macro_rules! fault_tests {
+    ($make:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn every_crash_point_of_every_commit_keeps_the_invariants() {
+            $crate::faults::every_crash_point_of_every_commit_keeps_the_invariants($make).await;
+        }
     };
 }

@@ -180,6 +180,14 @@ pub trait BodyStore: Send + Sync {
     }
 }
 
+/// What a body store holds, for the sweeper that removes bodies no version item names
+/// (left by a process that died between storing a body and committing it).
+#[async_trait]
+pub trait BodyInventory: Send + Sync {
+    /// Every stored file body (every version; staged uploads excluded).
+    async fn stored_bodies(&self) -> Result<Vec<BodyRef>>;
+}
+
 /// The body store of a process that serves only metadata routes (on AWS: `list`,
 /// `delete` and `snapshots`, which hold no S3 rights and link no S3 client). Reaching it
 /// is a wiring mistake, reported as an internal error.

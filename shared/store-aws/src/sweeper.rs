@@ -11,9 +11,11 @@ use crate::aws_err;
 use crate::items::{get_s, s};
 use crate::keys;
 use std::collections::{HashMap, HashSet};
-use workspace_core::model::Millis;
+use workspace_core::model::{BodyRef, Millis};
+use workspace_core::ports::BodyInventory;
 use workspace_core::service::STAGED_MAX_AGE_MS;
 use workspace_core::{FilePath, Result, Scope};
+// The key layout is the service's; the sweeper only reads it back.
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SweepReport {
@@ -36,16 +38,7 @@ fn is_staged_key(key: &str) -> bool {
         .is_some_and(|(_, rest)| rest.starts_with("uploads/"))
 }
 
-/// `t/<tenant>/w/<workspace>/files/<path>` back into its scope and path.
-fn parse_body_key(key: &str) -> Option<(Scope, FilePath)> {
-    let rest = key.strip_prefix("t/")?;
-    let (tenant, rest) = rest.split_once("/w/")?;
-    let (workspace, path) = rest.split_once("/files/")?;
-    Some((
-        Scope::parse(tenant, workspace).ok()?,
-        FilePath::parse(path).ok()?,
-    ))
-}
+use workspace_core::service::sweep::file_of_body_key as parse_body_key;
 
 impl Sweeper {
     /// The S3 version ids that version items of this path point to.
@@ -140,6 +133,42 @@ impl Sweeper {
                 version_marker = page.next_version_id_marker().map(str::to_owned);
             } else {
                 return Ok(report);
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl BodyInventory for Sweeper {
+    async fn stored_bodies(&self) -> Result<Vec<BodyRef>> {
+        let mut out = Vec::new();
+        let (mut key_marker, mut version_marker) = (None, None);
+        loop {
+            let page = self
+                .s3
+                .list_object_versions()
+                .bucket(&self.bucket)
+                .prefix("t/")
+                .set_key_marker(key_marker.take())
+                .set_version_id_marker(version_marker.take())
+                .send()
+                .await
+                .map_err(aws_err)?;
+            for v in page.versions() {
+                if let (Some(key), Some(id)) = (v.key(), v.version_id()) {
+                    if !is_staged_key(key) {
+                        out.push(BodyRef {
+                            key: key.to_owned(),
+                            version_id: id.to_owned(),
+                        });
+                    }
+                }
+            }
+            if page.is_truncated() == Some(true) {
+                key_marker = page.next_key_marker().map(str::to_owned);
+                version_marker = page.next_version_id_marker().map(str::to_owned);
+            } else {
+                return Ok(out);
             }
         }
     }

@@ -54,3 +54,45 @@ mod capabilities {
     use super::with_capabilities;
     workspace_contract::capability_tests!(with_capabilities);
 }
+
+/// Crash points on the emulator; the recovery is the scheduled sweeper's own run, as if a
+/// day had passed (every orphan past its grace, every staged object past its age).
+async fn with_recovery() -> (Backend, workspace_contract::faults::Recovery) {
+    use workspace_core::ports::{Clock, SystemClock};
+    let env = common::fresh(None).await;
+    let sweeper = Arc::new(workspace_store_aws::sweeper::Sweeper {
+        s3: env.clients.s3.clone(),
+        dynamodb: env.clients.dynamodb.clone(),
+        bucket: env.bucket.clone(),
+        table: env.table.clone(),
+    });
+    let swept = sweeper.clone();
+    let recovery = workspace_contract::faults::Recovery {
+        sweep: Box::new(move || {
+            let s = swept.clone();
+            Box::pin(async move {
+                let later = SystemClock.now_ms() + 2 * 24 * 3600 * 1000;
+                Ok(s.sweep(later, 0).await?.deleted as u64)
+            })
+        }),
+        inventory: sweeper,
+    };
+    let backend = Backend {
+        meta: Arc::new(DynamoMeta::new(
+            env.clients.dynamodb.clone(),
+            env.table.clone(),
+        )),
+        bodies: Arc::new(S3Bodies::new(env.clients.s3.clone(), env.bucket)),
+        secrets: Arc::new(DynamoSecrets::new(
+            env.clients.dynamodb.clone(),
+            env.table.clone(),
+        )),
+        guard: Box::new(()),
+    };
+    (backend, recovery)
+}
+
+mod faults {
+    use super::with_recovery;
+    workspace_contract::fault_tests!(with_recovery);
+}

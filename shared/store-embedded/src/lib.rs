@@ -403,6 +403,27 @@ impl MetaStore for EmbeddedStore {
 }
 
 #[async_trait]
+impl workspace_core::ports::BodyInventory for EmbeddedStore {
+    async fn stored_bodies(&self) -> Result<Vec<BodyRef>> {
+        self.blocking(|db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let t = txn.open_table(BODIES).map_err(db_err)?;
+            let mut out = Vec::new();
+            for item in t.iter().map_err(db_err)? {
+                let (k, _) = item.map_err(db_err)?;
+                let (key, version_id) = k.value();
+                out.push(BodyRef {
+                    key: key.to_owned(),
+                    version_id: version_id.to_owned(),
+                });
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+#[async_trait]
 impl BodyStore for EmbeddedStore {
     async fn put(&self, key: &str, bytes: Vec<u8>, _content_type: &str) -> Result<BodyRef> {
         let body = BodyRef {

@@ -167,3 +167,36 @@ async fn abandoned_uploads_are_pruned_by_the_next_upload() {
             .is_some());
     }
 }
+
+/// Crash points on one database file; the sweep is the one the local server runs at start.
+async fn with_recovery() -> (Backend, workspace_contract::faults::Recovery) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Arc::new(EmbeddedStore::open(dir.path()).expect("open store"));
+    let swept = store.clone();
+    let recovery = workspace_contract::faults::Recovery {
+        sweep: Box::new(move || {
+            let s = swept.clone();
+            Box::pin(async move {
+                workspace_core::service::sweep::sweep_unreferenced_bodies(
+                    s.as_ref(),
+                    s.as_ref(),
+                    s.as_ref(),
+                )
+                .await
+            })
+        }),
+        inventory: store.clone(),
+    };
+    let backend = Backend {
+        meta: store.clone(),
+        bodies: store,
+        secrets: Arc::new(SecretFile::new(dir.path())),
+        guard: Box::new(dir),
+    };
+    (backend, recovery)
+}
+
+mod faults {
+    use super::with_recovery;
+    workspace_contract::fault_tests!(with_recovery);
+}

@@ -215,6 +215,22 @@ pub struct MemoryBodies {
     staged: Arc<Mutex<StagedMap>>,
 }
 
+#[async_trait]
+impl workspace_core::ports::BodyInventory for MemoryBodies {
+    async fn stored_bodies(&self) -> Result<Vec<BodyRef>> {
+        Ok(self
+            .bodies
+            .lock()
+            .map_err(poisoned)?
+            .keys()
+            .map(|(key, version_id)| BodyRef {
+                key: key.clone(),
+                version_id: version_id.clone(),
+            })
+            .collect())
+    }
+}
+
 impl MemoryBodies {
     /// How many bodies are held (committed or orphaned, staged uploads included), for
     /// tests that check clean-up.

@@ -63,3 +63,37 @@ async fn without_the_ports_blob_and_cache_are_not_provided() {
         .await
         .assert_error(404, "not_found");
 }
+
+/// Crash points: the memory stores outlive the "process" (the harness), and the sweep is
+/// the one the local server runs at start.
+async fn with_recovery() -> (Backend, workspace_contract::faults::Recovery) {
+    let meta = Arc::new(MemoryMeta::default());
+    let bodies = Arc::new(MemoryBodies::default());
+    let (m, b) = (meta.clone(), bodies.clone());
+    let recovery = workspace_contract::faults::Recovery {
+        sweep: Box::new(move || {
+            let (m, b) = (m.clone(), b.clone());
+            Box::pin(async move {
+                workspace_core::service::sweep::sweep_unreferenced_bodies(
+                    m.as_ref(),
+                    b.as_ref(),
+                    b.as_ref(),
+                )
+                .await
+            })
+        }),
+        inventory: bodies.clone(),
+    };
+    let backend = Backend {
+        meta,
+        bodies,
+        secrets: Arc::new(MemorySecrets::default()),
+        guard: Box::new(()),
+    };
+    (backend, recovery)
+}
+
+mod faults {
+    use super::with_recovery;
+    workspace_contract::fault_tests!(with_recovery);
+}

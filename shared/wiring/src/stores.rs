@@ -7,7 +7,7 @@ use std::sync::Arc;
 use workspace_core::blob::BlobStore;
 use workspace_core::cache::CacheStore;
 use workspace_core::keys::KeyStore;
-use workspace_core::ports::{BodyStore, MetaStore};
+use workspace_core::ports::{BodyInventory, BodyStore, MetaStore};
 use workspace_core::secrets::SecretStore;
 use workspace_core::sessions::ports::{BodyEraser, SessionStore};
 
@@ -26,6 +26,9 @@ pub struct Stores {
     /// Whether this process signs (and serves) its own upload, download and blob URLs;
     /// S3 presigns them itself.
     pub signs_urls: bool,
+    /// What the body store holds, where the server sweeps orphaned bodies itself at start
+    /// (the embedded store; on AWS the scheduled sweep function does it).
+    pub inventory: Option<Arc<dyn BodyInventory>>,
 }
 
 impl Stores {
@@ -54,9 +57,10 @@ pub fn embedded(s: &Settings) -> Result<Stores, String> {
         blobs: Some(store.clone()),
         sessions: store.clone(),
         // Blobs and cache entries live in the same database: the store erases them too.
-        erasers: vec![store],
+        erasers: vec![store.clone()],
         place: dir.display().to_string(),
         signs_urls: true,
+        inventory: Some(store),
     })
 }
 
@@ -75,5 +79,6 @@ pub async fn aws(s: &Settings) -> Result<Stores, String> {
         erasers: aws.erasers()?,
         place: format!("DynamoDB table {}", s.aws.table()?),
         signs_urls: false,
+        inventory: None,
     })
 }

@@ -8,6 +8,25 @@
 //! 4. commit with compare-and-swap on the head seq. If someone else committed in between,
 //!    go back to 3: the client's preconditions are judged against the new head, so of N
 //!    writers carrying the same `If-Match` exactly one wins.
+//! 5. after the commit: delete the bodies of version items it pruned, announce the change.
+//!
+//! Crash points, and what recovers each (every one is broken in turn, failed or killed
+//! before or after the call, by `workspace_contract::faults` on every backend):
+//!
+//! | The process stops … | Left behind | Recovered by |
+//! |---|---|---|
+//! | before the body is stored (step 2) | nothing | — |
+//! | after the body is stored, before the commit (2-4) | a body no version names | the sweeper (`sweep`: at start locally, hourly on AWS with a grace period) |
+//! | during the commit (4) | the commit is all or nothing (one redb transaction, one DynamoDB `TransactWriteItems`) | — |
+//! | after the commit, before its answer (4-5) | a committed, unacknowledged change; the client's retry with the same `Idempotency-Key` replays it | — |
+//! | before pruned bodies are deleted (5) | bodies no version names | the sweeper (on AWS the stream publisher deletes them on the item's REMOVE) |
+//! | before the event (5) | on AWS nothing (events come from the table's stream, so a committed change is always announced and an uncommitted one never); locally the change has no event (log only until the durable outbox) | — |
+//!
+//! An upload commit adds, before step 2, reading the staged bytes, and after step 5,
+//! removing them (left behind: a staged object, removed after `STAGED_MAX_AGE_MS` by
+//! `prune_staged` or the sweeper). A restore is a read of the old version, then a write.
+//! A snapshot pins each head by compare-and-swap and writes its record last, so a stopped
+//! snapshot leaves pins without a record, which end at their `until` like any other.
 
 use crate::error::{Result, WorkspaceError};
 use crate::limits::Limits;
@@ -31,6 +50,7 @@ mod local_urls;
 mod pins;
 mod read;
 mod snapshots;
+pub mod sweep;
 mod uploads;
 mod write;
 
@@ -260,7 +280,7 @@ impl WorkspaceService {
     }
 
     fn body_key(scope: &Scope, path: &FilePath) -> String {
-        format!("{}files/{}", scope.key_prefix(), path)
+        sweep::body_key(scope, path)
     }
 
     /// Oldest seq kept when `seq` is the newest: the last `max_versions` items survive.
