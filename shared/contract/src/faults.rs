@@ -11,9 +11,10 @@
 //! - no head or version item names a body that is gone (no dangling pointer);
 //! - after the sweep, every stored body is named by a version item (no body left forever).
 //!
-//! Events are not checked here: the local server only logs them (its durable outbox comes
-//! with issue 16), and on AWS they come from the table's stream, so only committed changes
-//! are announced.
+//! - where the store keeps an outbox (memory, redb), a path's events are exactly one per
+//!   committed change: sequences 1 to the head's, each once (none for what did not commit,
+//!   none missing for what did). On AWS events come from the table's stream, which carries
+//!   exactly the committed items.
 
 use crate::harness::{Backend, Harness, Reply, KEY_TENANT};
 use async_trait::async_trait;
@@ -25,6 +26,7 @@ use std::pin::Pin as StdPin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use workspace_core::blob::{PresignSpec, PresignedUrl};
+use workspace_core::events::{EventLog, Since};
 use workspace_core::model::{
     BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, VersionRecord,
 };
@@ -198,6 +200,8 @@ pub struct Recovery {
     #[allow(clippy::type_complexity)]
     pub sweep: Box<dyn Fn() -> StdPin<Box<dyn Future<Output = Result<u64>> + Send>> + Send + Sync>,
     pub inventory: Arc<dyn BodyInventory>,
+    /// The store's outbox, where it keeps one.
+    pub events: Option<Arc<dyn EventLog>>,
 }
 
 /// The operations whose every step is broken in turn.
@@ -389,6 +393,37 @@ async fn assert_bodies_consistent(
     }
 }
 
+/// Each path's events in the outbox are its changes, one each: sequences 1..=head.seq.
+async fn assert_one_event_per_change(
+    meta: &dyn MetaStore,
+    events: &dyn EventLog,
+    scope: &Scope,
+    context: &str,
+) {
+    let Since::Events(all) = events.since(Some(scope), 0, 10_000).await.expect("outbox") else {
+        panic!("{context}: the outbox expired events it should keep");
+    };
+    for path in ["a.md", "b.md"] {
+        let p = FilePath::parse(path).expect("path");
+        let committed = meta
+            .head(scope, &p)
+            .await
+            .expect("head")
+            .map_or(0, |h| h.seq);
+        let mut seen: Vec<u64> = all
+            .iter()
+            .filter(|r| r.event.path == path)
+            .map(|r| r.event.sequence)
+            .collect();
+        seen.sort_unstable();
+        let expected: Vec<u64> = (1..=committed).collect();
+        assert_eq!(
+            seen, expected,
+            "{context}: {path}'s events are not one per committed change"
+        );
+    }
+}
+
 /// Every step of PUT, DELETE, restore, upload commit and snapshot, broken in each of the
 /// three ways, then a restart and the sweeper: the invariants above hold.
 /// `make` builds a fresh backend for each operation.
@@ -499,6 +534,10 @@ where
                     );
                 }
                 let scope = Scope::parse("acme", &after.workspace).expect("scope");
+                if let Some(events) = &recovery.events {
+                    assert_one_event_per_change(meta.as_ref(), events.as_ref(), &scope, &context)
+                        .await;
+                }
                 assert_bodies_consistent(
                     meta.as_ref(),
                     bodies.as_ref(),

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use workspace_core::blob::{BlobLimits, BlobService, BlobStore, LocalPresign};
 use workspace_core::cache::{CacheLimits, CacheService, CacheStore};
 use workspace_core::model::Millis;
-use workspace_core::ports::{BodyStore, Clock, LogEvents, MetaStore, RandomIds, SystemClock};
+use workspace_core::ports::{
+    BodyStore, Clock, FromCommittedState, MetaStore, RandomIds, SystemClock,
+};
 use workspace_core::secrets::SecretStore;
 use workspace_core::signed_url::UrlSigner;
 use workspace_core::{Limits, Scope, WorkspaceService};
@@ -300,7 +302,7 @@ impl Harness {
         let service = WorkspaceService::new(
             backend.meta.clone(),
             backend.bodies.clone(),
-            Arc::new(LogEvents),
+            Arc::new(FromCommittedState),
             clock.clone(),
             Arc::new(RandomIds),
             limits,

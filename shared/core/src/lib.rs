@@ -5,6 +5,7 @@ pub mod blob;
 pub mod cache;
 pub mod capability;
 pub mod error;
+pub mod events;
 pub mod keys;
 pub mod limits;
 pub mod model;

@@ -8,7 +8,6 @@ use crate::model::{BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, Vers
 use crate::path::{FilePath, PathPrefix};
 use crate::scope::Scope;
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 
 /// What the head of a path must be for a commit to apply (compare-and-swap). `pin_rev`
 /// is part of it: a snapshot pinning the head in between makes the commit fail and re-read,
@@ -231,32 +230,7 @@ pub struct Staged {
     pub bytes: Option<Vec<u8>>,
 }
 
-/// A committed change, as announced on `workspace.updated`. Never carries content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkspaceEvent {
-    pub tenant: String,
-    pub workspace: String,
-    pub path: String,
-    pub version: u64,
-    pub etag: String,
-    pub operation: Operation,
-    pub principal: String,
-    pub time: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Operation {
-    Put,
-    Delete,
-}
-
-/// Where committed changes are announced.
-#[async_trait]
-pub trait EventSink: Send + Sync {
-    async fn publish(&self, event: WorkspaceEvent) -> Result<()>;
-}
+pub use crate::events::{EventSink, FromCommittedState, Operation, WorkspaceEvent};
 
 pub trait Clock: Send + Sync {
     fn now_ms(&self) -> Millis;
@@ -285,25 +259,5 @@ pub struct RandomIds;
 impl IdSource for RandomIds {
     fn new_id(&self) -> String {
         hex::encode(rand::random::<[u8; 16]>())
-    }
-}
-
-/// An event sink that only logs, for deployments where events come from elsewhere
-/// (on AWS the DynamoDB stream drives the publisher) or are not wanted.
-pub struct LogEvents;
-
-#[async_trait]
-impl EventSink for LogEvents {
-    async fn publish(&self, event: WorkspaceEvent) -> Result<()> {
-        tracing::info!(
-            target: "workspace.updated",
-            tenant = %event.tenant,
-            workspace = %event.workspace,
-            path = %event.path,
-            version = event.version,
-            operation = ?event.operation,
-            "committed"
-        );
-        Ok(())
     }
 }

@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
-use workspace_core::ports::{LogEvents, RandomIds, SystemClock};
+use workspace_core::ports::{FromCommittedState, RandomIds, SystemClock};
 use workspace_core::{Identity, Limits, PathPrefix, Scope, WorkspaceService};
 use workspace_mcp::{handle_payload, Reply, Workspace};
 use workspace_store_memory::{MemoryBodies, MemoryMeta};
@@ -18,7 +18,7 @@ fn service() -> &'static WorkspaceService {
         WorkspaceService::new(
             meta,
             Arc::new(MemoryBodies::default()),
-            Arc::new(LogEvents),
+            Arc::new(FromCommittedState),
             Arc::new(SystemClock),
             Arc::new(RandomIds),
             Limits::default(),

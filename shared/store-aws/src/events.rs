@@ -5,19 +5,18 @@
 //! REMOVE of a version item is a pruned version whose S3 body is deleted now. A write that
 //! failed its condition never reached the table, so it never yields an event. Delivery is
 //! at least once: a crash after PutEvents but before the batch is acknowledged resends,
-//! and consumers dedupe on tenant/workspace/path/version.
+//! and consumers dedupe on the detail's `eventId`.
 
 use crate::aws_err;
 use async_trait::async_trait;
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use serde_json::Value;
 use std::collections::HashMap;
-use workspace_core::model::{format_time, BodyRef};
-use workspace_core::ports::{EventSink, Operation, WorkspaceEvent};
+pub use workspace_core::events::{DETAIL_TYPE, SOURCE};
+use workspace_core::model::{BodyRef, VersionRecord};
+use workspace_core::ports::{EventSink, WorkspaceEvent};
 use workspace_core::{Result, WorkspaceError};
 
-pub const SOURCE: &str = "agent-workspace";
-pub const DETAIL_TYPE: &str = "workspace.updated";
 /// PutEvents takes at most 10 entries per call.
 const MAX_ENTRIES: usize = 10;
 /// Rounds of resending the entries PutEvents reported as failed.
@@ -81,20 +80,27 @@ pub fn plan(record: &StreamRecord) -> Result<Option<Work>> {
             let deleted = matches!(img.get("deleted"), Some(Attr::Bool(true)));
             let updated: i64 = num(img, "updatedAt").ok_or_else(|| malformed("updatedAt"))?;
             let field = |k: &str| text(img, k).ok_or_else(|| malformed(k));
-            Ok(Some(Work::Announce(WorkspaceEvent {
-                tenant: field("tenant")?,
-                workspace: field("workspace")?,
-                path: field("path")?,
-                version: num(img, "version").ok_or_else(|| malformed("version"))?,
+            let number = |k: &str| num::<u64>(img, k).ok_or_else(|| malformed(k));
+            // The same derivation as the local outbox's: from the version item alone.
+            let record = VersionRecord {
+                seq: number("seq")?,
+                lineage: String::new(),
+                version: number("version")?,
                 etag: field("etag")?,
-                operation: if deleted {
-                    Operation::Delete
-                } else {
-                    Operation::Put
-                },
+                size: number("size")?,
+                sha256: String::new(),
+                content_type: field("contentType")?,
+                body: None,
+                updated_at: updated,
                 principal: field("principal")?,
-                time: format_time(updated),
-            })))
+                deleted,
+            };
+            Ok(Some(Work::Announce(WorkspaceEvent::of_version(
+                &field("tenant")?,
+                &field("workspace")?,
+                &field("path")?,
+                &record,
+            ))))
         }
         "REMOVE" => {
             let Some(img) = record.old_image.as_ref().filter(|i| is_version(i)) else {

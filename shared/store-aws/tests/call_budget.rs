@@ -2,7 +2,7 @@
 //! operation costs and how many round trips it waits for in sequence.
 
 use std::sync::Arc;
-use workspace_core::ports::{LogEvents, RandomIds, SystemClock};
+use workspace_core::ports::{FromCommittedState, RandomIds, SystemClock};
 use workspace_core::{FilePath, Identity, Limits, PathPrefix, PutRequest, Scope, WorkspaceService};
 use workspace_store_aws::calls::CallLog;
 use workspace_store_aws::secrets_table::DynamoSecrets;
@@ -29,7 +29,7 @@ async fn each_operation_stays_within_its_call_budget() {
     let svc = WorkspaceService::new(
         Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table)),
         Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
-        Arc::new(LogEvents),
+        Arc::new(FromCommittedState),
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         Limits::default(),

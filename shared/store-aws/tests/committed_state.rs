@@ -2,7 +2,7 @@
 //! and observed on an SQS queue, pruning of S3 versions, retried publishing, and the sweeper.
 
 use std::sync::Arc;
-use workspace_core::ports::{BodyStore, LogEvents, RandomIds, SystemClock};
+use workspace_core::ports::{BodyStore, FromCommittedState, RandomIds, SystemClock};
 use workspace_core::{
     FilePath, Identity, Limits, PutRequest, Scope, WorkspaceError, WorkspaceService,
 };
@@ -16,7 +16,7 @@ fn service(env: &common::Env, max_versions: u64) -> WorkspaceService {
     WorkspaceService::new(
         Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table)),
         Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
-        Arc::new(LogEvents),
+        Arc::new(FromCommittedState),
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         Limits {

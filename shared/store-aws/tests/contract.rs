@@ -76,6 +76,8 @@ async fn with_recovery() -> (Backend, workspace_contract::faults::Recovery) {
             })
         }),
         inventory: sweeper,
+        // Events come from the table's stream, which carries exactly the committed items.
+        events: None,
     };
     let backend = Backend {
         meta: Arc::new(DynamoMeta::new(

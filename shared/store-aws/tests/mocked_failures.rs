@@ -9,7 +9,7 @@ use aws_smithy_types::retry::RetryConfig;
 use std::sync::Arc;
 use std::time::Duration;
 use workspace_core::ports::{
-    LogEvents, MetaStore, Operation, RandomIds, SystemClock, WorkspaceEvent,
+    FromCommittedState, MetaStore, Operation, RandomIds, SystemClock, WorkspaceEvent,
 };
 use workspace_core::{
     FilePath, Identity, Limits, PutRequest, Scope, WorkspaceError, WorkspaceService,
@@ -20,14 +20,18 @@ use workspace_store_memory::{MemoryBodies, MemoryMeta};
 
 fn event(path: &str) -> WorkspaceEvent {
     WorkspaceEvent {
+        event_id: workspace_core::events::event_id("acme", "main", path, 1),
         tenant: "acme".into(),
         workspace: "main".into(),
         path: path.into(),
         version: 1,
+        sequence: 1,
         etag: "\"1-x\"".into(),
         operation: Operation::Put,
         principal: "alice".into(),
         time: "2026-01-01T00:00:00.000Z".into(),
+        size: 3,
+        content_type: "text/markdown".into(),
     }
 }
 
@@ -160,7 +164,7 @@ async fn an_s3_conflict_on_upload_commits_nothing() {
     let svc = WorkspaceService::new(
         meta.clone(),
         Arc::new(S3Bodies::new(client, "bucket")),
-        Arc::new(LogEvents),
+        Arc::new(FromCommittedState),
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         Limits::default(),
@@ -198,7 +202,7 @@ async fn a_throttled_commit_fails_cleanly_and_leaves_no_body() {
     let svc = WorkspaceService::new(
         Arc::new(DynamoMeta::new(client, "table")),
         bodies.clone(),
-        Arc::new(LogEvents),
+        Arc::new(FromCommittedState),
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         Limits::default(),

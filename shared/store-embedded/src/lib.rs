@@ -13,10 +13,12 @@
 //! - `snapshots`:   prefix + snapshot id → Snapshot (JSON)
 //! - `bodies`:      (body key, id)       → bytes
 //! - `staged`:      staging key           → stored-at (8 bytes, big-endian ms) + bytes
+//! - `outbox*`:     the events of commits (`outbox.rs`)
 
 mod capabilities;
 pub mod json_file;
 pub mod keys;
+mod outbox;
 pub mod secrets;
 pub mod sessions;
 mod staging;
@@ -26,6 +28,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::de::DeserializeOwned;
 use std::path::Path;
 use std::sync::Arc;
+use workspace_core::events::WorkspaceEvent;
 use workspace_core::model::{
     BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, VersionRecord,
 };
@@ -111,6 +114,7 @@ impl EmbeddedStore {
         txn.open_table(SNAPSHOTS).map_err(db_err)?;
         txn.open_table(STAGED).map_err(db_err)?;
         sessions::create_tables(&txn)?;
+        outbox::create_tables(&txn)?;
         txn.commit().map_err(db_err)?;
         Ok(Self { db: Arc::new(db) })
     }
@@ -208,6 +212,9 @@ fn apply(db: &Database, c: Commit) -> Result<CommitOutcome> {
         }
         CommitOutcome::Committed { pruned }
     };
+    // The change's event, in the same transaction: both land or neither.
+    let event = WorkspaceEvent::scope_of(&c.scope, c.path.as_str(), &c.version);
+    outbox::append(&txn, &c.scope, event, c.version.updated_at)?;
     txn.commit().map_err(db_err)?;
     Ok(outcome)
 }

@@ -357,6 +357,7 @@ impl SessionStore for EmbeddedStore {
             n += drain_str(&txn, ARTIFACTS, &prefix)?;
             n += drain_str(&txn, SESSIONS, &prefix)?;
             n += drain_str(&txn, SNAPSHOTS, &prefix)?;
+            n += crate::outbox::erase_under(&txn, &prefix)?;
             {
                 let mut t = txn.open_table(VERSIONS).map_err(db_err)?;
                 let end = prefix_end(&prefix);

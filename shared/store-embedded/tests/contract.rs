@@ -186,6 +186,7 @@ async fn with_recovery() -> (Backend, workspace_contract::faults::Recovery) {
             })
         }),
         inventory: store.clone(),
+        events: Some(store.clone()),
     };
     let backend = Backend {
         meta: store.clone(),

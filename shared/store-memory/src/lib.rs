@@ -2,6 +2,7 @@
 //! is all the conditional-commit contract asks. For tests; nothing survives the process.
 
 mod capabilities;
+mod outbox;
 
 pub use capabilities::{MemoryBlobs, MemoryCache};
 pub mod sessions;
@@ -9,6 +10,7 @@ pub mod sessions;
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
+use workspace_core::events::WorkspaceEvent;
 use workspace_core::model::{
     BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, VersionRecord,
 };
@@ -29,6 +31,8 @@ struct ScopeState {
 #[derive(Default, Clone)]
 pub struct MemoryMeta {
     scopes: Arc<Mutex<HashMap<Scope, ScopeState>>>,
+    /// The events of commits, appended under the same lock as the commit.
+    outbox: Arc<Mutex<outbox::MemoryOutbox>>,
 }
 
 impl MemoryMeta {
@@ -122,6 +126,11 @@ impl MetaStore for MemoryMeta {
             .iter()
             .filter_map(|k| state.versions.remove(k).and_then(|v| v.body))
             .collect();
+        let event = WorkspaceEvent::scope_of(&c.scope, &path, &c.version);
+        self.outbox
+            .lock()
+            .map_err(|_| WorkspaceError::internal("memory store lock poisoned"))?
+            .append(&c.scope, event, c.version.updated_at);
         state
             .versions
             .insert((path.clone(), c.version.seq), c.version);

@@ -197,6 +197,7 @@ impl SessionStore for MemorySessions {
             n += st.artifacts.remove(scope).map_or(0, |a| a.len() as u64);
             n += st.sessions.remove(scope).map_or(0, |s| s.len() as u64);
         }
+        n += self.meta.erase_events_of(scope)?;
         if let Some(files) = self.meta.lock()?.remove(scope) {
             n += (files.heads.len()
                 + files.versions.len()

@@ -83,6 +83,7 @@ async fn with_recovery() -> (Backend, workspace_contract::faults::Recovery) {
             })
         }),
         inventory: bodies.clone(),
+        events: Some(meta.clone()),
     };
     let backend = Backend {
         meta,

@@ -5,7 +5,7 @@ use crate::Settings;
 use std::sync::Arc;
 use workspace_core::blob::{BlobService, BlobStore};
 use workspace_core::cache::{CacheService, CacheStore};
-use workspace_core::ports::{BodyStore, LogEvents, MetaStore, RandomIds, SystemClock};
+use workspace_core::ports::{BodyStore, FromCommittedState, MetaStore, RandomIds, SystemClock};
 use workspace_core::secrets::SecretStore;
 use workspace_core::sessions::ports::{BodyEraser, SessionStore};
 use workspace_core::sessions::token::TokenKey;
@@ -23,7 +23,7 @@ pub fn files(
     let service = WorkspaceService::new(
         meta,
         bodies,
-        Arc::new(LogEvents),
+        Arc::new(FromCommittedState),
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         s.limits,

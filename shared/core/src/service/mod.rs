@@ -36,8 +36,7 @@ use crate::model::{
 };
 use crate::path::{FilePath, PathPrefix};
 use crate::ports::{
-    BodyStore, Clock, Commit, CommitOutcome, EventSink, Expect, IdSource, MetaStore, Operation,
-    WorkspaceEvent,
+    BodyStore, Clock, Commit, CommitOutcome, EventSink, Expect, IdSource, MetaStore, WorkspaceEvent,
 };
 use crate::redact::{Redacted, Redactor};
 use crate::scope::{Identity, Scope};
@@ -318,28 +317,21 @@ impl WorkspaceService {
 
     /// Work after the commit point. Failures here are logged, never reported: the write is
     /// durable, and leftovers (pruned bodies) are only garbage.
+    /// Step 5: the bodies the commit pruned go, and the change is announced (where
+    /// events come from committed state, the sink only logs or wakes their deliverers).
     async fn after_commit(
         &self,
         who: &Identity,
-        meta: &FileMeta,
-        operation: Operation,
+        path: &FilePath,
+        record: &VersionRecord,
         pruned: Vec<BodyRef>,
     ) {
         for body in &pruned {
             self.discard_body(body).await;
         }
-        let event = WorkspaceEvent {
-            tenant: who.scope.tenant.to_string(),
-            workspace: who.scope.workspace.to_string(),
-            path: meta.path.clone(),
-            version: meta.version,
-            etag: meta.etag.clone(),
-            operation,
-            principal: who.principal.clone(),
-            time: format_time(meta.updated_at),
-        };
+        let event = WorkspaceEvent::scope_of(&who.scope, path.as_str(), record);
         if let Err(e) = self.events.publish(event).await {
-            tracing::warn!(error = %e, path = %meta.path, "event publish failed after commit");
+            tracing::warn!(error = %e, path = %path, "event publish failed after commit");
         }
     }
 

@@ -236,9 +236,10 @@ impl WorkspaceService {
                 retain_from_seq: self.retain_from(seq),
                 released,
             };
+            let record = commit.version.clone();
             match self.meta.commit(commit).await? {
                 CommitOutcome::Committed { pruned } => {
-                    self.after_commit(who, &meta, Operation::Put, pruned).await;
+                    self.after_commit(who, path, &record, pruned).await;
                     return Ok(PutOutcome::Stored(meta));
                 }
                 CommitOutcome::HeadMoved => continue,
@@ -280,14 +281,6 @@ impl WorkspaceService {
             let version = h.version + 1;
             let (pins, released) = self.carry_pins(Some(h), seq, now);
             let etag = make_etag(&h.lineage, version, "deleted");
-            let meta = FileMeta {
-                path: path.to_string(),
-                content_type: h.content_type.clone(),
-                version,
-                etag: etag.clone(),
-                size: 0,
-                updated_at: now,
-            };
             let commit = Commit {
                 scope: who.scope.clone(),
                 path: path.clone(),
@@ -324,10 +317,10 @@ impl WorkspaceService {
                 retain_from_seq: self.retain_from(seq),
                 released,
             };
+            let record = commit.version.clone();
             match self.meta.commit(commit).await? {
                 CommitOutcome::Committed { pruned } => {
-                    self.after_commit(who, &meta, Operation::Delete, pruned)
-                        .await;
+                    self.after_commit(who, path, &record, pruned).await;
                     return Ok(());
                 }
                 CommitOutcome::HeadMoved => continue,
