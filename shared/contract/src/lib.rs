@@ -7,6 +7,7 @@ pub mod binary;
 pub mod blob;
 pub mod cache;
 pub mod concurrency;
+pub mod event_schema;
 pub mod faults;
 pub mod files;
 pub mod harness;

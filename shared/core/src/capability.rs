@@ -17,6 +17,8 @@ pub enum CapabilityCode {
     CacheValueTooLarge,
     /// 400: `ttlSeconds` is over `maxTtlSeconds`.
     CacheTtlExceedsMax,
+    /// 410: the events after a `Last-Event-ID` were already dropped by retention.
+    EventsExpired,
 }
 
 impl CapabilityCode {
@@ -29,6 +31,7 @@ impl CapabilityCode {
             Self::BlobPresignExpired => "blob_presign_expired",
             Self::CacheValueTooLarge => "cache_value_too_large",
             Self::CacheTtlExceedsMax => "cache_ttl_exceeds_max",
+            Self::EventsExpired => "events_expired",
         }
     }
 

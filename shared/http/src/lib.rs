@@ -9,6 +9,7 @@ pub mod blob;
 pub mod cache;
 pub mod discovery;
 pub mod envelope;
+pub mod events;
 pub mod files;
 pub mod handler;
 pub mod request;
@@ -32,6 +33,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use workspace_core::blob::{BlobLimits, BlobService};
 use workspace_core::cache::{CacheLimits, CacheService};
+use workspace_core::events::EventLog;
 use workspace_core::sessions::ports::WorkspaceRegistry;
 use workspace_core::sessions::{SessionService, REGISTERED_PREFIX};
 use workspace_core::{Identity, Limits, Result, WorkspaceError, WorkspaceService};
@@ -80,6 +82,8 @@ pub struct App {
     pub cache: Option<Arc<CacheService>>,
     /// The workspace service for agent sessions (`/workspaces`), where this process serves it.
     pub sessions: Option<Arc<SessionService>>,
+    /// The outbox of `workspace.updated`, where this process keeps one (the local server).
+    pub events: Option<Arc<dyn EventLog>>,
     /// The workspace registry, which a tenant-wide credential naming a registered
     /// workspace is checked against. Without one, such a request is refused (fail closed).
     pub registry: Option<Arc<dyn WorkspaceRegistry>>,
@@ -103,6 +107,7 @@ impl App {
             blobs: None,
             cache: None,
             sessions: None,
+            events: None,
             registry: None,
             limits: Limits::default(),
             advertised: Advertised::default(),
@@ -138,6 +143,12 @@ impl App {
 
     pub fn with_sessions(mut self, sessions: Arc<SessionService>) -> Self {
         self.sessions = Some(sessions);
+        self
+    }
+
+    /// Serves `GET /v1/host/workspace/events` from `log` (and advertises it).
+    pub fn with_event_log(mut self, log: Arc<dyn EventLog>) -> Self {
+        self.events = Some(log);
         self
     }
 

@@ -31,6 +31,9 @@ pub enum Route {
     GetSnapshot,
     DeleteSnapshot,
     StartUpload,
+    /// `workspace.updated` of the caller's workspace as server-sent events (the local
+    /// server; on AWS, EventBridge).
+    WorkspaceEvents,
     // The workspace service for agent sessions (`sessions/`).
     CreateWorkspace,
     ListWorkspaces,
@@ -233,6 +236,14 @@ pub const ROUTES: &[RouteSpec] = &[
         pattern: "/v1/host/workspace/uploads",
         route: Route::StartUpload,
         function: "put",
+    },
+    // A stream only a long-lived process can hold: on Lambda `get` answers it 501 and
+    // names EventBridge instead.
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/v1/host/workspace/events",
+        route: Route::WorkspaceEvents,
+        function: "get",
     },
     RouteSpec {
         method: Method::POST,

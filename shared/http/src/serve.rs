@@ -24,6 +24,7 @@ pub const GET: Routes = &[
     (Route::GetFile, get_file),
     (Route::ListVersions, list_versions),
     (Route::Diff, diff),
+    (Route::WorkspaceEvents, workspace_events),
 ];
 /// `list`: the file listing (live or through a snapshot).
 pub const LIST: Routes = &[(Route::ListFiles, list_files)];
@@ -156,6 +157,13 @@ fn create_snapshot(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.writer().await?;
         snapshots::create(c.app.files()?, &who).await
+    })
+}
+
+fn workspace_events(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        crate::events::open(c.app, &who, c.parts).await
     })
 }
 

@@ -113,6 +113,8 @@ async fn committed_changes_reach_a_queue_and_failed_writes_never_do() {
     let mut seen: Vec<(String, u64, String)> = got
         .iter()
         .map(|m| {
+            // The whole envelope, as the rule delivered it, keeps the published schema.
+            workspace_contract::event_schema::assert_valid(m);
             assert_eq!(m["source"], "agent-workspace");
             assert_eq!(m["detail-type"], "workspace.updated");
             let d = &m["detail"];
@@ -180,6 +182,19 @@ async fn a_publisher_that_fails_after_commit_delivers_on_the_retry() {
     let got = observed.drain(1).await;
     assert_eq!(got.len(), 1);
     assert_eq!(got[0]["detail"]["path"], "crash.md");
+    workspace_contract::event_schema::assert_valid(&got[0]);
+
+    // A redelivery of the same record carries the same eventId, the one the local outbox
+    // would give this change: subscribers dedupe on it.
+    let failed = publisher(&env, &observed.bus).process(&records).await;
+    assert!(failed.is_empty());
+    let again = observed.drain(1).await;
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0]["detail"]["eventId"], got[0]["detail"]["eventId"]);
+    assert_eq!(
+        got[0]["detail"]["eventId"],
+        workspace_core::events::event_id("acme", "main", "crash.md", 1)
+    );
 }
 
 #[tokio::test]
