@@ -2,6 +2,7 @@
 //! Requests enter in `server.rs`, go through the shared router (`workspace-http`), and bytes
 //! land in one redb file under `WORKSPACE_DATA_DIR`. `workspace-local keys …` manages API keys.
 
+mod events;
 mod head_gate;
 mod keys;
 mod listener;
@@ -33,6 +34,12 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum WebhooksAction {
+    /// Backlog, last delivery and last error of each target.
+    Status,
+}
+
+#[derive(Subcommand)]
 enum Command {
     /// Serve the API (what runs without a command).
     Serve,
@@ -60,6 +67,12 @@ enum Command {
     Secrets {
         #[command(subcommand)]
         action: SecretsAction,
+    },
+    /// The webhooks of WORKSPACE_WEBHOOKS: `status` prints, per target, how far delivery
+    /// got, the backlog and the last error (as the running server last wrote them).
+    Webhooks {
+        #[command(subcommand)]
+        action: WebhooksAction,
     },
     /// Create, idempotently, the AWS data plane template.yaml declares, on the endpoint the
     /// standard AWS environment names (AWS_ENDPOINT_URL for an emulator): the table with
@@ -151,6 +164,9 @@ async fn main() {
             .await
         }
         Some(Command::Purge { dry_run }) => sessions::purge(dry_run).await,
+        Some(Command::Webhooks {
+            action: WebhooksAction::Status,
+        }) => Settings::from_env().and_then(|s| events::webhooks::print_status(&s.local.data_dir)),
         Some(Command::Provision) => provision().await,
     };
     if let Err(e) = result {
@@ -297,6 +313,20 @@ async fn serve() -> Result<(), String> {
     .with_token_key(session_key);
     let registry = Arc::new(RegistryOf(stores.sessions.clone()));
     let mut app = App::new(auth).with_registry(registry);
+    // Events: the store's outbox holds them; each commit rings the bell for the streams and
+    // webhooks that deliver them.
+    let bell = events::Bell::new();
+    let webhooks = events::webhooks::targets_from(local.webhooks.as_deref())?;
+    match &stores.events {
+        Some(log) => {
+            files = files.with_event_sink(Arc::new(bell.clone()));
+            app = app.with_event_log(log.clone(), local.event_retention_seconds);
+        }
+        None if !webhooks.is_empty() => {
+            return Err("WORKSPACE_WEBHOOKS needs the embedded store's outbox; on AWS, subscribe a rule to the event bus instead".to_owned());
+        }
+        None => {}
+    }
     if let Some(cache) = stores.cache.clone() {
         app = app.with_cache(services::cache(&settings, cache, stores.secrets.clone()));
     }
@@ -333,10 +363,23 @@ async fn serve() -> Result<(), String> {
         .serve_every_function()
         .serve(workspace_mcp::http::ROUTES);
     server::banner(addr, &stores.place, &key_source);
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let events = stores.events.clone().map(|log| events::Events {
+        log,
+        bell: bell.clone(),
+        stopping,
+    });
+    if let Some(events) = &events {
+        events::prune_forever(
+            events.log.clone(),
+            std::time::Duration::from_secs(local.event_retention_seconds),
+        );
+        events::webhooks::start(events, webhooks, local.data_dir.clone());
+    }
     let bounds = listener::Bounds {
         timeout: std::time::Duration::from_secs(local.connection_timeout_seconds),
         max_connections: local.max_connections,
         max_buffered_body_bytes: local.max_buffered_body_bytes,
     };
-    server::serve(listener, Arc::new(app), bounds).await
+    server::serve(listener, Arc::new(app), bounds, events, stop).await
 }

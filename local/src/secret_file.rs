@@ -41,3 +41,12 @@ pub fn load_or_create(data_dir: &Path, name: &str) -> Result<Vec<u8>, String> {
         Err(e) => Err(format!("{}: {e}", path.display())),
     }
 }
+
+/// Writes `bytes` to `path` (replacing it), owner-only (0600).
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    opts.open(path).and_then(|mut f| f.write_all(bytes))
+}

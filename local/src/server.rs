@@ -1,6 +1,7 @@
 //! The HTTP server: hands every request to the shared router, logs one line per request,
 //! and stops cleanly on Ctrl-C or SIGTERM.
 
+use crate::events::{sse, Events};
 use crate::keys::{KeySource, DEFAULT_TENANT, DEFAULT_WORKSPACE};
 use crate::listener;
 use axum::body::Body;
@@ -14,22 +15,32 @@ use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use workspace_core::WorkspaceError;
 use workspace_http::envelope::{error_response, error_to_response, HttpResponse};
+use workspace_http::events::EventStream;
 use workspace_http::{App, PathForm, RouteLabel};
 
+/// `events`: where the event stream route reads from (the embedded store's outbox);
+/// `stop` tells its streams and webhooks the server is stopping.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Arc<App>,
     bounds: listener::Bounds,
+    events: Option<Events>,
+    stop: tokio::sync::watch::Sender<bool>,
 ) -> Result<(), String> {
     let served = Served {
         app,
         body_timeout: bounds.timeout,
         body_budget: BodyBudget::new(bounds.max_buffered_body_bytes),
+        events,
     };
     let router = axum::Router::new()
         .fallback(handle)
         .with_state(Arc::new(served));
-    listener::serve(listener, router, bounds, shutdown_signal()).await;
+    let stopping = async move {
+        shutdown_signal().await;
+        let _ = stop.send(true);
+    };
+    listener::serve(listener, router, bounds, stopping).await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -40,6 +51,7 @@ struct Served {
     /// The longest gap allowed between two pieces of a request body.
     body_timeout: Duration,
     body_budget: BodyBudget,
+    events: Option<Events>,
 }
 
 /// Request bodies are read whole before a handler runs, so the bytes held at once are
@@ -161,7 +173,12 @@ async fn handle(State(served): State<Arc<Served>>, req: Request<Body>) -> Respon
         duration_ms = format!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
         "request"
     );
-    resp.map(Body::from)
+    // The event stream route judged the request; its body is the stream itself.
+    let stream = resp.extensions().get::<EventStream>().cloned();
+    match (stream, &served.events) {
+        (Some(stream), Some(events)) => resp.map(|_| Body::new(sse::open(events, stream))),
+        _ => resp.map(Body::from),
+    }
 }
 
 /// Why a body was not read.

@@ -40,6 +40,7 @@ pub fn document_for(limits: &Limits, advertised: &Advertised) -> Value {
             "maxValueBytes": c.max_value_bytes,
             "maxTtlSeconds": c.max_ttl_seconds,
         },
+        "events": events(&advertised.events),
     });
     let mut doc = json!({
         "protocol": "openwop",
@@ -53,4 +54,19 @@ pub fn document_for(limits: &Limits, advertised: &Advertised) -> Value {
         root.insert("capabilities".to_owned(), families.clone());
     }
     doc
+}
+
+/// `workspace.updated`: where it is delivered here (its shape is
+/// `schemas/workspace-updated.schema.json`).
+fn events(e: &crate::AdvertisedEvents) -> Value {
+    let stream = e.stream_retention_seconds.is_some();
+    json!({
+        "supported": e.event_bridge || stream,
+        "source": workspace_core::events::SOURCE,
+        "detailType": workspace_core::events::DETAIL_TYPE,
+        "eventBridge": e.event_bridge,
+        "stream": stream.then_some("/v1/host/workspace/events"),
+        "streamRetentionSeconds": e.stream_retention_seconds,
+        "webhooks": e.webhooks,
+    })
 }

@@ -69,6 +69,18 @@ pub struct Advertised {
     /// Blob storage: its limits and whether URLs can be presigned.
     pub blobs: Option<(BlobLimits, bool)>,
     pub cache: Option<CacheLimits>,
+    pub events: AdvertisedEvents,
+}
+
+/// How this deployment delivers `workspace.updated`.
+#[derive(Debug, Clone, Default)]
+pub struct AdvertisedEvents {
+    /// On the stack's EventBridge bus (AWS).
+    pub event_bridge: bool,
+    /// As a server-sent event stream, kept this many seconds for resuming (local server).
+    pub stream_retention_seconds: Option<u64>,
+    /// To webhooks (local server).
+    pub webhooks: bool,
 }
 
 /// The HTTP API of one process: the services it was given and the routes it serves.
@@ -146,9 +158,12 @@ impl App {
         self
     }
 
-    /// Serves `GET /v1/host/workspace/events` from `log` (and advertises it).
-    pub fn with_event_log(mut self, log: Arc<dyn EventLog>) -> Self {
+    /// Serves `GET /v1/host/workspace/events` from `log`, which keeps events
+    /// `retention_seconds`, and advertises it with webhooks.
+    pub fn with_event_log(mut self, log: Arc<dyn EventLog>, retention_seconds: u64) -> Self {
         self.events = Some(log);
+        self.advertised.events.stream_retention_seconds = Some(retention_seconds);
+        self.advertised.events.webhooks = true;
         self
     }
 

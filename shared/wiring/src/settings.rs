@@ -104,6 +104,11 @@ pub struct LocalSettings {
     /// `WORKSPACE_MAX_BUFFERED_BODY_BYTES` (default 256 MiB): request bodies held in memory
     /// at once, all connections together; a body that would pass it is answered 503.
     pub max_buffered_body_bytes: u64,
+    /// `WORKSPACE_EVENT_RETENTION_SECONDS` (default 7 days): how long the outbox keeps
+    /// events for streams resuming with `Last-Event-ID` and webhooks catching up.
+    pub event_retention_seconds: u64,
+    /// `WORKSPACE_WEBHOOKS`: a JSON array of `{url, secret, tenant?, workspace?}`.
+    pub webhooks: Option<String>,
 }
 
 /// JWT claim names the Lambda functions read identity from.
@@ -211,6 +216,12 @@ impl Settings {
                     "WORKSPACE_MAX_BUFFERED_BODY_BYTES",
                     256 * 1024 * 1024,
                 )?,
+                event_retention_seconds: positive(
+                    &get,
+                    "WORKSPACE_EVENT_RETENTION_SECONDS",
+                    7 * 24 * 3600,
+                )?,
+                webhooks: get("WORKSPACE_WEBHOOKS"),
             },
         })
     }
@@ -225,6 +236,10 @@ impl Settings {
                 .as_ref()
                 .map(|_| (self.blob_limits.clone(), true)),
             cache: self.aws.cache_table.as_ref().map(|_| self.cache_limits),
+            events: workspace_http::AdvertisedEvents {
+                event_bridge: true,
+                ..Default::default()
+            },
         }
     }
 }

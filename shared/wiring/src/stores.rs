@@ -6,6 +6,7 @@ use crate::{Backend, Settings};
 use std::sync::Arc;
 use workspace_core::blob::BlobStore;
 use workspace_core::cache::CacheStore;
+use workspace_core::events::EventLog;
 use workspace_core::keys::KeyStore;
 use workspace_core::ports::{BodyInventory, BodyStore, MetaStore};
 use workspace_core::secrets::SecretStore;
@@ -29,6 +30,9 @@ pub struct Stores {
     /// What the body store holds, where the server sweeps orphaned bodies itself at start
     /// (the embedded store; on AWS the scheduled sweep function does it).
     pub inventory: Option<Arc<dyn BodyInventory>>,
+    /// The outbox of `workspace.updated`, where the store keeps one (the embedded store;
+    /// on AWS events come from the table's stream).
+    pub events: Option<Arc<dyn EventLog>>,
 }
 
 impl Stores {
@@ -60,7 +64,8 @@ pub fn embedded(s: &Settings) -> Result<Stores, String> {
         erasers: vec![store.clone()],
         place: dir.display().to_string(),
         signs_urls: true,
-        inventory: Some(store),
+        inventory: Some(store.clone()),
+        events: Some(store),
     })
 }
 
@@ -80,5 +85,6 @@ pub async fn aws(s: &Settings) -> Result<Stores, String> {
         place: format!("DynamoDB table {}", s.aws.table()?),
         signs_urls: false,
         inventory: None,
+        events: None,
     })
 }

@@ -254,6 +254,13 @@ impl WorkspaceService {
         self
     }
 
+    /// Where committed changes are announced from the request path (default: nowhere but
+    /// the log, for deployments whose events come from committed state).
+    pub fn with_event_sink(mut self, events: Arc<dyn EventSink>) -> Self {
+        self.events = events;
+        self
+    }
+
     /// Where the tenants' registered secrets are read from (default: none registered).
     pub fn with_secrets(mut self, secrets: Arc<dyn SecretStore>) -> Self {
         self.secrets = secrets;
