@@ -1,0 +1,447 @@
+//! `workspace.updated` on the local server, as a subscriber meets it: the server-sent
+//! event stream (live, resumed, expired), the outbox across a SIGKILL, and webhooks that
+//! fail and come back. Every event is held to `schemas/workspace-updated.schema.json`.
+
+mod common;
+
+use common::Server;
+use reqwest::{Client, StatusCode};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+use workspace_contract::event_schema::assert_valid;
+
+const KEY_A: &str = "events-key-acme-0123456789";
+const KEY_EVIL: &str = "events-key-evil-0123456789";
+
+fn keys() -> String {
+    format!("{KEY_A}=acme/main,{KEY_EVIL}=acme-evil/main")
+}
+
+fn files(s: &Server, path: &str) -> String {
+    s.url(&format!("/v1/host/workspace/files/{path}"))
+}
+
+/// A server-sent event stream, read frame by frame.
+struct Sse {
+    resp: reqwest::Response,
+    buf: String,
+}
+
+impl Sse {
+    async fn open(s: &Server, key: &str, last_id: Option<u64>) -> Sse {
+        let mut req = Client::new()
+            .get(s.url("/v1/host/workspace/events"))
+            .bearer_auth(key);
+        if let Some(id) = last_id {
+            req = req.header("last-event-id", id.to_string());
+        }
+        let resp = req.send().await.expect("the stream opens");
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(
+            resp.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        Sse {
+            resp,
+            buf: String::new(),
+        }
+    }
+
+    /// The next event (id and envelope), skipping comments; `None` if none comes in `wait`.
+    async fn next(&mut self, wait: Duration) -> Option<(u64, Value)> {
+        let deadline = Instant::now() + wait;
+        loop {
+            while let Some(end) = self.buf.find("\n\n") {
+                let frame: String = self.buf.drain(..end + 2).collect();
+                let mut id = None;
+                let mut data = None;
+                for line in frame.lines() {
+                    if let Some(v) = line.strip_prefix("id: ") {
+                        id = v.parse().ok();
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data = Some(serde_json::from_str::<Value>(v).expect("data is JSON"));
+                    } else if let Some(v) = line.strip_prefix("event: ") {
+                        assert_eq!(v, "workspace.updated", "{frame}");
+                    }
+                }
+                if let (Some(id), Some(data)) = (id, data) {
+                    assert_valid(&data);
+                    return Some((id, data));
+                }
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            match tokio::time::timeout(left, self.resp.chunk()).await {
+                Ok(Ok(Some(bytes))) => self.buf.push_str(&String::from_utf8_lossy(&bytes)),
+                Ok(_) => return None, // the stream ended
+                Err(_) => return None,
+            }
+        }
+    }
+
+    async fn expect(&mut self) -> (u64, Value) {
+        self.next(Duration::from_secs(10))
+            .await
+            .expect("an event within 10 s")
+    }
+}
+
+async fn put(s: &Server, key: &str, path: &str, content: &str) -> Value {
+    let r = common::put_content(&Client::new(), files(s, path), key, content).await;
+    assert!(r.status().is_success(), "{}", r.status());
+    r.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn the_stream_carries_each_committed_change_once_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = keys();
+    let s = Server::start(
+        dir.path(),
+        &[
+            ("WORKSPACE_API_KEYS", &keys),
+            ("WORKSPACE_MAX_FILE_BYTES", "64"),
+        ],
+    )
+    .await;
+    let c = Client::new();
+    let mut live = Sse::open(&s, KEY_A, None).await;
+
+    let a = put(&s, KEY_A, "notes/a.md", "one").await;
+    let (first, e) = live.expect().await;
+    let d = &e["detail"];
+    assert_eq!(
+        (
+            d["tenant"].as_str(),
+            d["workspace"].as_str(),
+            d["path"].as_str()
+        ),
+        (Some("acme"), Some("main"), Some("notes/a.md"))
+    );
+    assert_eq!(
+        (d["operation"].as_str(), d["version"].as_u64()),
+        (Some("put"), Some(1))
+    );
+    assert_eq!(
+        (d["sequence"].as_u64(), d["size"].as_u64()),
+        (Some(1), Some(3))
+    );
+    assert_eq!(d["etag"], a["etag"]);
+    assert_eq!(d["contentType"], "text/markdown");
+    assert_eq!(e["id"], d["eventId"]);
+    assert!(!e.to_string().contains("\"one\""), "no content: {e}");
+
+    // Refused writes (409, 413, 400) and another tenant's write announce nothing here: the
+    // next event is the next accepted write of this workspace.
+    let refused = [
+        c.put(files(&s, "notes/a.md"))
+            .bearer_auth(KEY_A)
+            .header("if-match", "\"9-stale\"")
+            .json(&json!({"content": "x"})),
+        c.put(files(&s, "notes/big.md"))
+            .bearer_auth(KEY_A)
+            .json(&json!({"content": "x".repeat(100)})),
+        c.put(files(&s, "notes/bad.md"))
+            .bearer_auth(KEY_A)
+            .body("{not json"),
+        c.put(files(&s, "notes/bad%00.md"))
+            .bearer_auth(KEY_A)
+            .json(&json!({"content": "x"})),
+    ];
+    let mut statuses = Vec::new();
+    for r in refused {
+        statuses.push(r.send().await.unwrap().status().as_u16());
+    }
+    assert_eq!(statuses, [409, 413, 400, 400]);
+    put(&s, KEY_EVIL, "notes/a.md", "theirs").await;
+    put(&s, KEY_A, "notes/b.md", "two").await;
+    let (_, e) = live.expect().await;
+    assert_eq!(e["detail"]["path"], "notes/b.md", "{e}");
+    let r = c
+        .delete(files(&s, "notes/a.md"))
+        .bearer_auth(KEY_A)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    let (_, e) = live.expect().await;
+    assert_eq!(
+        (
+            e["detail"]["operation"].as_str(),
+            e["detail"]["sequence"].as_u64()
+        ),
+        (Some("delete"), Some(2))
+    );
+    assert!(live.next(Duration::from_millis(500)).await.is_none());
+
+    // Resuming after the first event gives each later one once, in commit order.
+    let mut resumed = Sse::open(&s, KEY_A, Some(first)).await;
+    let (_, e1) = resumed.expect().await;
+    let (_, e2) = resumed.expect().await;
+    assert_eq!(e1["detail"]["path"], "notes/b.md");
+    assert_eq!(e2["detail"]["operation"], "delete");
+    assert!(resumed.next(Duration::from_millis(500)).await.is_none());
+    // The other tenant's stream has only its own.
+    let mut theirs = Sse::open(&s, KEY_EVIL, None).await;
+    let (_, e) = theirs.expect().await;
+    assert_eq!(e["detail"]["tenant"], "acme-evil");
+    assert!(theirs.next(Duration::from_millis(300)).await.is_none());
+
+    // A resume point that is not an id is 400.
+    let r = c
+        .get(s.url("/v1/host/workspace/events"))
+        .bearer_auth(KEY_A)
+        .header("last-event-id", "yesterday")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let r = c
+        .get(s.url("/v1/host/workspace/events"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_resume_point_past_retention_is_410_not_silence() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = keys();
+    let env = [
+        ("WORKSPACE_API_KEYS", keys.as_str()),
+        ("WORKSPACE_EVENT_RETENTION_SECONDS", "1"),
+    ];
+    let mut s = Server::start(dir.path(), &env).await;
+    put(&s, KEY_A, "a.md", "one").await;
+    put(&s, KEY_A, "b.md", "two").await;
+    assert!(s.terminate().success());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Retention drops both at start.
+    let s = Server::start(dir.path(), &env).await;
+    let r = Client::new()
+        .get(s.url("/v1/host/workspace/events"))
+        .bearer_auth(KEY_A)
+        .header("last-event-id", "1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::GONE);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"], "events_expired", "{body}");
+    // From the start (no id) is fine: what is kept, then what comes.
+    let mut live = Sse::open(&s, KEY_A, None).await;
+    put(&s, KEY_A, "c.md", "three").await;
+    let (id, e) = live.expect().await;
+    assert_eq!((id, e["detail"]["path"].as_str()), (3, Some("c.md")));
+}
+
+/// SIGKILL during a stream of writes, then a restart: every acknowledged write has exactly
+/// its event, and no event names a change that did not commit.
+#[tokio::test]
+async fn after_a_sigkill_every_acknowledged_write_has_exactly_its_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = keys();
+    let env = [("WORKSPACE_API_KEYS", keys.as_str())];
+    let mut s = Server::start(dir.path(), &env).await;
+    let base = s.base.clone();
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let (base, acked) = (base.clone(), acked.clone());
+        writers.push(tokio::spawn(async move {
+            let c = Client::new();
+            for i in 0.. {
+                let path = format!("p{}.md", (w + i) % 5);
+                let r = c
+                    .put(format!("{base}/v1/host/workspace/files/{path}"))
+                    .bearer_auth(KEY_A)
+                    .json(&json!({"content": format!("{w}-{i}")}))
+                    .send()
+                    .await;
+                match r {
+                    Ok(r) if r.status().is_success() => {
+                        let v: Value = match r.json().await {
+                            Ok(v) => v,
+                            Err(_) => return,
+                        };
+                        let etag = v["etag"].as_str().unwrap_or_default().to_owned();
+                        acked.lock().unwrap().push((path, etag));
+                    }
+                    _ => return,
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    s.kill9();
+    for w in writers {
+        let _ = w.await;
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(
+        acked.len() >= 10,
+        "only {} writes before the kill",
+        acked.len()
+    );
+
+    let s = Server::start(dir.path(), &env).await;
+    let mut all = Sse::open(&s, KEY_A, None).await;
+    let mut events: Vec<Value> = Vec::new();
+    while let Some((_, e)) = all.next(Duration::from_millis(700)).await {
+        events.push(e["detail"].clone());
+    }
+    let mut by_etag: HashMap<String, usize> = HashMap::new();
+    for e in &events {
+        *by_etag
+            .entry(e["etag"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    for (path, etag) in &acked {
+        assert_eq!(
+            by_etag.get(etag),
+            Some(&1),
+            "acknowledged write of {path} ({etag}) has not exactly one event"
+        );
+    }
+    // Per path: sequences 1..=n once each, the last one the file as it is now.
+    let mut per_path: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
+    for e in &events {
+        per_path
+            .entry(e["path"].as_str().unwrap().to_owned())
+            .or_default()
+            .push(e);
+    }
+    let c = Client::new();
+    for (path, evs) in per_path {
+        let seqs: Vec<u64> = evs
+            .iter()
+            .map(|e| e["sequence"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seqs, (1..=evs.len() as u64).collect::<Vec<_>>(), "{path}");
+        let now: Value = common::get_with(&c, files(&s, &path), KEY_A)
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(evs.last().unwrap()["etag"], now["etag"], "{path}");
+    }
+}
+
+/// What a test receiver got: each POST's headers and body.
+#[derive(Default)]
+struct Received {
+    attempts: usize,
+    /// Answer 503 while this is above zero (counting down).
+    fail_next: usize,
+    delivered: Vec<(HashMap<String, String>, Vec<u8>)>,
+}
+
+async fn receiver() -> (String, std::sync::Arc<std::sync::Mutex<Received>>) {
+    use axum::extract::State;
+    use axum::http::{HeaderMap, StatusCode as Sc};
+    type Shared = std::sync::Arc<std::sync::Mutex<Received>>;
+    async fn hook(State(r): State<Shared>, headers: HeaderMap, body: axum::body::Bytes) -> Sc {
+        let mut r = r.lock().unwrap();
+        r.attempts += 1;
+        if r.fail_next > 0 {
+            r.fail_next -= 1;
+            return Sc::SERVICE_UNAVAILABLE;
+        }
+        let h = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned()))
+            .collect();
+        r.delivered.push((h, body.to_vec()));
+        Sc::NO_CONTENT
+    }
+    let state: Shared = Default::default();
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(hook))
+        .with_state(state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, state)
+}
+
+fn hmac_hex(secret: &str, message: &[u8]) -> String {
+    use hmac::{Hmac, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(message);
+    hex::encode(mac.finalize().into_bytes())
+}
+
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn webhooks_get_every_event_signed_in_order_through_failures_and_restarts() {
+    let (url, got) = receiver().await;
+    got.lock().unwrap().fail_next = 2;
+    let secret = "webhook-secret-0123456789";
+    let hooks =
+        json!([{"url": url, "secret": secret, "tenant": "acme", "workspace": "main"}]).to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let keys = keys();
+    let env = [
+        ("WORKSPACE_API_KEYS", keys.as_str()),
+        ("WORKSPACE_WEBHOOKS", hooks.as_str()),
+    ];
+    let mut s = Server::start(dir.path(), &env).await;
+    for p in ["a.md", "b.md", "c.md"] {
+        put(&s, KEY_A, p, "x").await;
+    }
+    put(&s, KEY_EVIL, "theirs.md", "x").await; // another tenant: not this target's
+    wait_for("three deliveries", || {
+        got.lock().unwrap().delivered.len() >= 3
+    })
+    .await;
+
+    // Down while two more commit: kept, and delivered after a restart.
+    got.lock().unwrap().fail_next = usize::MAX;
+    put(&s, KEY_A, "d.md", "x").await;
+    put(&s, KEY_A, "e.md", "x").await;
+    // Two failed attempts at d.md: the second (after a 1 s backoff) comes after e.md
+    // committed, so the status it writes counts both.
+    wait_for("two failed attempts", || got.lock().unwrap().attempts >= 7).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(s.terminate().success());
+    let (status, out, err) = common::run_args(dir.path(), &env, &["webhooks", "status"]);
+    assert!(status.success(), "{err}");
+    assert!(out.contains("backlog 2"), "{out}");
+    assert!(out.contains("answered 503"), "{out}");
+    got.lock().unwrap().fail_next = 0;
+    let _s = Server::start(dir.path(), &env).await;
+    wait_for("five deliveries", || {
+        got.lock().unwrap().delivered.len() >= 5
+    })
+    .await;
+
+    let got = got.lock().unwrap();
+    let mut paths = Vec::new();
+    for (headers, body) in &got.delivered {
+        let envelope: Value = serde_json::from_slice(body).unwrap();
+        assert_valid(&envelope);
+        assert_eq!(
+            headers["x-workspace-event-id"],
+            envelope["detail"]["eventId"]
+        );
+        let sig = &headers["x-workspace-signature"];
+        let (t, v1) = sig
+            .strip_prefix("t=")
+            .and_then(|r| r.split_once(",v1="))
+            .unwrap_or_else(|| panic!("signature header: {sig}"));
+        let mut signed = format!("{t}.").into_bytes();
+        signed.extend_from_slice(body);
+        assert_eq!(v1, hmac_hex(secret, &signed), "signature");
+        paths.push(envelope["detail"]["path"].as_str().unwrap().to_owned());
+    }
+    paths.dedup(); // at least once: a redelivery repeats, never reorders
+    assert_eq!(paths, ["a.md", "b.md", "c.md", "d.md", "e.md"]);
+}
