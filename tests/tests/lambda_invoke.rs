@@ -87,6 +87,7 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         f("WorkspacesFunction"),
         f("AuthorizerFunction"),
     );
+    let index_fn = f("IndexFunction");
 
     let status = |v: &Value| v["statusCode"].as_u64().unwrap_or_default();
     let body = |v: &Value| -> Value {
@@ -253,6 +254,21 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     let purged = invoke(&purge_fn, "schedule-purge.json").await;
     assert_eq!(purged["workspaces"], serde_json::json!([]), "{purged}");
 
+    // The example subscriber, as `sam local invoke IndexFunction -e
+    // events/workspace-updated.json` runs it: it writes the index once, then finds it right.
+    let indexed = invoke(&index_fn, "workspace-updated.json").await;
+    assert_eq!(
+        indexed,
+        serde_json::json!({"outcome": "written", "detail": {"version": 1}}),
+        "{indexed}"
+    );
+    let again = invoke(&index_fn, "workspace-updated.json").await;
+    assert_eq!(
+        again,
+        serde_json::json!({"outcome": "unchanged"}),
+        "{again}"
+    );
+
     let swept = invoke(&sweep_fn, "schedule-sweep.json").await;
     assert!(
         swept["examined"].as_u64().is_some_and(|n| n >= 1),
@@ -269,7 +285,8 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     let listed = invoke(&mcp_fn, "mcp-list-directory.json").await;
     assert_eq!(
         text(&listed),
-        "Contents of /workspace:\n\n[DIR] notes",
+        // memory/ holds the index the example subscriber wrote above.
+        "Contents of /workspace:\n\n[DIR] memory\n[DIR] notes",
         "{listed}"
     );
     for event in ["mcp-health.json", "health.json"] {
