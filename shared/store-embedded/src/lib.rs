@@ -16,6 +16,7 @@
 //! - `outbox*`:     the events of commits (`outbox.rs`)
 
 mod capabilities;
+mod group_commit;
 pub mod json_file;
 pub mod keys;
 mod outbox;
@@ -82,6 +83,8 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
 #[derive(Clone)]
 pub struct EmbeddedStore {
     db: Arc<Database>,
+    /// Every file commit goes through it (`group_commit.rs`).
+    committer: Arc<group_commit::Committer>,
 }
 
 impl EmbeddedStore {
@@ -116,7 +119,26 @@ impl EmbeddedStore {
         sessions::create_tables(&txn)?;
         outbox::create_tables(&txn)?;
         txn.commit().map_err(db_err)?;
-        Ok(Self { db: Arc::new(db) })
+        let db = Arc::new(db);
+        let committer = Arc::new(group_commit::Committer::start(&db)?);
+        Ok(Self { db, committer })
+    }
+
+    /// Holds the database's one write transaction open: every write waits until the hold
+    /// is dropped (nothing written through it is kept). For tests of group commit, and
+    /// for maintenance that needs the writers still.
+    pub fn hold_writes(&self) -> Result<redb::WriteTransaction> {
+        self.db.begin_write().map_err(db_err)
+    }
+
+    /// File commits decided so far, and the write transactions (fsyncs) they took.
+    pub fn commit_stats(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering;
+        let s = &self.committer.stats;
+        (
+            s.commits.load(Ordering::Relaxed),
+            s.transactions.load(Ordering::Relaxed),
+        )
     }
 
     /// Runs blocking database work off the async runtime.
@@ -146,10 +168,12 @@ impl EmbeddedStore {
     }
 }
 
-fn apply(db: &Database, c: Commit) -> Result<CommitOutcome> {
+/// Decides one commit inside `txn` (a group commit's shared transaction): its conditions
+/// are checked against what the transaction holds so far, and a refused commit returns
+/// before it writes anything.
+fn apply_in(txn: &redb::WriteTransaction, c: &Commit) -> Result<CommitOutcome> {
     let prefix = c.scope.key_prefix();
     let hkey = head_key(&c.scope, c.path.as_str());
-    let txn = db.begin_write().map_err(db_err)?;
     let outcome = {
         let mut heads = txn.open_table(HEADS).map_err(db_err)?;
         let current: Option<Head> = match heads.get(hkey.as_str()).map_err(db_err)? {
@@ -157,7 +181,7 @@ fn apply(db: &Database, c: Commit) -> Result<CommitOutcome> {
             None => None,
         };
         if !c.expect.matches(current.as_ref()) {
-            return Ok(CommitOutcome::HeadMoved); // dropping txn aborts it
+            return Ok(CommitOutcome::HeadMoved);
         }
         let mut idem = txn.open_table(IDEMPOTENCY).map_err(db_err)?;
         let idem_key = c.idempotency.as_ref().map(|r| format!("{prefix}{}", r.key));
@@ -214,8 +238,7 @@ fn apply(db: &Database, c: Commit) -> Result<CommitOutcome> {
     };
     // The change's event, in the same transaction: both land or neither.
     let event = WorkspaceEvent::scope_of(&c.scope, c.path.as_str(), &c.version);
-    outbox::append(&txn, &c.scope, event, c.version.updated_at)?;
-    txn.commit().map_err(db_err)?;
+    outbox::append(txn, &c.scope, event, c.version.updated_at)?;
     Ok(outcome)
 }
 
@@ -299,7 +322,7 @@ impl MetaStore for EmbeddedStore {
     }
 
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome> {
-        self.blocking(move |db| apply(db, commit)).await
+        self.committer.commit(commit).await
     }
 
     async fn list_versions(
