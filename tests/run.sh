@@ -5,6 +5,7 @@
 # store and on moto, every recorded event through each function's bootstrap under the
 # Runtime Interface Emulator from aws-sam-cli, and `sam build` of two functions for arm64).
 # Needs only what a fresh machine has (cargo, python3); it installs the rest under ./.venv.
+# Needs node and npm for the bench smoke (the MCP peer in bench/peer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,3 +55,8 @@ fi
 
 echo "== cargo test"
 cargo test --workspace --locked
+
+# The benchmark suite in its smoke mode (tiny counts, the debug build above): keeps
+# bench/run.py working; the numbers in the README come from its full run.
+echo "== bench smoke"
+"$venv/bin/python" bench/run.py --smoke

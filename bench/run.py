@@ -1,0 +1,138 @@
+"""The benchmark suite: one command, one table, every ratio measured in the same run.
+
+  .venv/bin/python bench/run.py            # the full run (builds the `local` profile)
+  .venv/bin/python bench/run.py --smoke    # seconds, debug build: keeps the suite working
+
+It measures the local server over HTTP (PUT, GET, a page of 100, with 1 and 16 clients),
+listing scale (a page of 100 from 10,000 files against one from 100), and the MCP tools
+over stdio and HTTP against the official MCP filesystem server (pinned in bench/peer,
+installed there by this script) on the same machine, then prints a Markdown table. AWS
+calls per operation are not timed here: `shared/store-aws/tests/call_budget.rs` asserts
+them on the emulator in every test run. Loopback only; every loop is bounded.
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KEYS = {
+    "main": "bench-key-main-0123456789",
+    "big": "bench-key-big-0123456789",
+    "small": "bench-key-small-0123456789",
+}
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, cwd=ROOT, **kw)
+
+
+def build(profile):
+    args = ["cargo", "build", "--locked", "-p", "workspace-local", "-p", "bench-load"]
+    if profile != "debug":
+        args += ["--profile", profile]
+    run(args)
+    return os.path.join(ROOT, "target", profile)
+
+
+def peer():
+    d = os.path.join(ROOT, "bench", "peer")
+    if not os.path.isdir(os.path.join(d, "node_modules")):
+        run(["npm", "ci", "--no-audit", "--no-fund"], cwd=d)
+    return os.path.join(d, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+
+
+class Server:
+    def __init__(self, bin_dir, data_dir):
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "WORKSPACE_ADDR": "127.0.0.1:0",
+            "WORKSPACE_DATA_DIR": data_dir,
+            "WORKSPACE_API_KEYS": ",".join(f"{k}=bench/{w}" for w, k in KEYS.items()),
+            "WORKSPACE_MAX_FILES": "20000",
+            "RUST_LOG": "warn",
+        }
+        self.p = subprocess.Popen([os.path.join(bin_dir, "workspace-local")], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        deadline = time.time() + 60
+        for line in self.p.stdout:
+            if line.startswith("workspace-local listening on "):
+                self.base = line.split()[-1]
+                break
+            if time.time() > deadline:
+                raise SystemExit("the server did not start")
+        else:
+            raise SystemExit("the server exited")
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait(timeout=30)
+
+
+def load(bin_dir, base, key, op, clients, requests, paths=500, prefix=""):
+    out = subprocess.run([os.path.join(bin_dir, "bench-load"), "--base", base, "--key", key, "--op", op,
+                          "--clients", str(clients), "--requests", str(requests), "--paths", str(paths),
+                          "--prefix", prefix], check=True, capture_output=True, text=True).stdout
+    r = json.loads(out)
+    if r["errors"]:
+        raise SystemExit(f"{op} x{clients}: {r['errors']} errors")
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--smoke", action="store_true", help="tiny counts and a debug build")
+    a = ap.parse_args()
+    n = 40 if a.smoke else 2000
+    bin_dir = build("debug" if a.smoke else "local")
+    peer_js = peer()
+    rows = []
+    with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as peer_dir:
+        s = Server(bin_dir, data)
+        try:
+            base, key = s.base, KEYS["main"]
+            http = {}
+            for op in ["put", "get", "list"]:
+                for clients in [1, 16]:
+                    http[(op, clients)] = load(bin_dir, base, key, op, clients, n, prefix="bench/")
+            big_files = 200 if a.smoke else 10000
+            load(bin_dir, base, KEYS["big"], "put", 16, big_files, paths=big_files)
+            load(bin_dir, base, KEYS["small"], "put", 16, 100, paths=100)
+            pages = 20 if a.smoke else 500
+            big = load(bin_dir, base, KEYS["big"], "list", 1, pages, prefix="bench/")
+            small = load(bin_dir, base, KEYS["small"], "list", 1, pages, prefix="bench/")
+            mcp = json.loads(subprocess.run(
+                [sys.executable, os.path.join(ROOT, "bench", "mcp_peer.py"),
+                 "--ours-bin", os.path.join(bin_dir, "workspace-local"), "--data-dir", data + "-mcp",
+                 "--peer-js", peer_js, "--peer-dir", peer_dir, "--base", base, "--key", key,
+                 "--n", str(20 if a.smoke else 500)],
+                check=True, capture_output=True, text=True).stdout)
+        finally:
+            s.stop()
+
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} "
+          f"{platform.release()}; build: {'debug (smoke)' if a.smoke else 'local profile'}; {n} requests per HTTP row\n")
+    print("| What | p50 ms | p99 ms | per second | ratio |")
+    print("|---|---|---|---|---|")
+    for (op, clients), r in http.items():
+        what = {"put": "HTTP PUT 1 KiB", "get": "HTTP GET 1 KiB", "list": "HTTP list, page of 100"}[op]
+        print(f"| {what}, {clients} client{'s' if clients > 1 else ''} | {r['p50Ms']:.2f} | {r['p99Ms']:.2f} | {r['perSecond']:,.0f} | |")
+    print(f"| page of 100 from {big_files:,} files / from 100 | {big['p50Ms']:.2f} / {small['p50Ms']:.2f} | "
+          f"{big['p99Ms']:.2f} / {small['p99Ms']:.2f} | | {big['p50Ms'] / small['p50Ms']:.2f}× (p50) |")
+    for op in ["write", "read"]:
+        p = mcp["peer_stdio"][op]
+        for mode in ["stdio", "http"]:
+            o = mcp[f"ours_{mode}"][op]
+            print(f"| MCP {op}_file 1 KiB, ours over {mode} / peer over stdio | {o['p50Ms']:.2f} / {p['p50Ms']:.2f} | "
+                  f"{o['p99Ms']:.2f} / {p['p99Ms']:.2f} | | {o['p50Ms'] / p['p50Ms']:.2f}× p50, {o['p99Ms'] / p['p99Ms']:.2f}× p99 |")
+    print("\npeer: @modelcontextprotocol/server-filesystem (bench/peer/package.json); ours fsyncs every "
+          "acknowledged write, the peer does not.")
+
+
+if __name__ == "__main__":
+    main()
