@@ -53,10 +53,10 @@ if command -v rustup > /dev/null && ! rustup target list --installed | grep -qx 
   rustup target add aarch64-unknown-linux-gnu
 fi
 
-echo "== cargo test"
-cargo test --workspace --locked
-
-# The benchmark suite in its smoke mode (tiny counts, the debug build above): keeps
-# bench/run.py working; the numbers in the README come from its full run.
+# The benchmark suite in its smoke mode (tiny counts, a debug build): keeps bench/run.py
+# working; the numbers in the README come from its full run.
 echo "== bench smoke"
 "$venv/bin/python" bench/run.py --smoke
+
+echo "== cargo test"
+cargo test --workspace --locked
