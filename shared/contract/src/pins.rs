@@ -127,6 +127,7 @@ pub async fn pins_and_commits_compare_and_swap_on_the_head(h: Harness) {
         idempotency_valid_after: 0,
         retain_from_seq: seq + 1 - LIMITS.max_versions,
         released: Vec::new(),
+        secrets_epoch: None,
     };
     assert_eq!(
         h.meta.commit(stale).await.expect("commit"),

@@ -67,6 +67,17 @@ pub struct Commit {
     /// snapshots ended). An adapter that prunes one item per commit (DynamoDB) deletes
     /// these too; one that prunes the whole range needs nothing more.
     pub released: Vec<u64>,
+    /// The content was redacted with the tenant's registered secrets as of this epoch (a
+    /// store that keeps epochs, `SecretStore::secrets_at`): the commit fails with
+    /// [`CommitOutcome::SecretsMoved`] if a secret was registered or removed since.
+    pub secrets_epoch: Option<SecretsEpoch>,
+}
+
+/// A tenant's registered secrets, as of one epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretsEpoch {
+    pub tenant: crate::scope::TenantId,
+    pub epoch: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +91,9 @@ pub enum CommitOutcome {
     TooManyFiles,
     /// The idempotency key is already recorded. Nothing changed.
     KeyUsed(IdempotencyRecord),
+    /// The tenant's registered secrets changed since the content was redacted
+    /// (`Commit::secrets_epoch`). Nothing changed: redact again and retry.
+    SecretsMoved,
 }
 
 /// Metadata and the commit decision.

@@ -88,6 +88,13 @@ pub trait SecretStore: Send + Sync {
     async fn secrets_of(&self, tenant: &TenantId) -> Result<Vec<SecretRecord>>;
     /// Removes a secret; false when the tenant has none with that id.
     async fn remove_secret(&self, tenant: &TenantId, id: &str) -> Result<bool>;
+    /// The tenant's secrets and the epoch they were read at, where the store keeps one
+    /// (registering or removing a secret moves it): a writer may then keep them between
+    /// writes and let each commit check the epoch (`Commit::secrets_epoch`). `None`: no
+    /// epoch here; read the secrets on each write.
+    async fn secrets_at(&self, _tenant: &TenantId) -> Result<Option<(Vec<SecretRecord>, u64)>> {
+        Ok(None)
+    }
 }
 
 /// A secret store with nothing registered, for deployments and tests that register none.

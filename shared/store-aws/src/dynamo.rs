@@ -27,7 +27,9 @@ use crate::keys;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
+};
 use aws_sdk_dynamodb::Client;
 use workspace_core::model::{Head, IdempotencyRecord, Pin, Snapshot, VersionRecord};
 use workspace_core::ports::{Commit, CommitOutcome, Expect, MetaStore};
@@ -145,6 +147,7 @@ enum Part {
     Count,
     Idempotency,
     Prune,
+    SecretsEpoch,
 }
 
 #[async_trait]
@@ -314,6 +317,28 @@ impl MetaStore for DynamoMeta {
             parts.push(Part::Prune);
         }
 
+        // The content was redacted with the tenant's secrets as of this epoch: a secret
+        // registered since fails the commit (see `secrets_table.rs`).
+        if let Some(at) = &c.secrets_epoch {
+            let check = ConditionCheck::builder()
+                .table_name(&self.table)
+                .key("pk", s(keys::secrets_partition(&at.tenant)))
+                .key("sk", s(crate::secrets_table::EPOCH_SK));
+            let check = if at.epoch == 0 {
+                check.condition_expression("attribute_not_exists(epoch)")
+            } else {
+                check
+                    .condition_expression("epoch = :epoch")
+                    .expression_attribute_values(":epoch", n(at.epoch))
+            };
+            ops.push(
+                TransactWriteItem::builder()
+                    .condition_check(check.build().map_err(aws_err)?)
+                    .build(),
+            );
+            parts.push(Part::SecretsEpoch);
+        }
+
         let res = self
             .client
             .transact_write_items()
@@ -335,7 +360,11 @@ impl MetaStore for DynamoMeta {
                             .iter()
                             .any(|(p, code)| *p == part && *code == "ConditionalCheckFailed")
                     };
-                    if is(Part::Head) || failed.iter().any(|(_, c)| *c == "TransactionConflict") {
+                    if is(Part::SecretsEpoch) {
+                        Ok(CommitOutcome::SecretsMoved)
+                    } else if is(Part::Head)
+                        || failed.iter().any(|(_, c)| *c == "TransactionConflict")
+                    {
                         Ok(CommitOutcome::HeadMoved)
                     } else if is(Part::Idempotency) {
                         let key = c.idempotency.as_ref().map(|r| r.key.as_str()).unwrap_or("");

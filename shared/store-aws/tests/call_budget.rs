@@ -41,8 +41,9 @@ async fn each_operation_stays_within_its_call_budget() {
     let path = FilePath::parse("notes/a.md").unwrap();
     let scope = who().scope;
 
-    // PUT: the tenant's registered secrets (WSR-1: the body is redacted before it is
-    // uploaded), then the body upload and the head read side by side, then one transaction.
+    // The first PUT of a container: the tenant's registered secrets and their epoch (WSR-1:
+    // the body is redacted before it is uploaded), then the body upload and the head read
+    // side by side, then one transaction, which checks the epoch.
     log.reset();
     let v1 = svc
         .put(&who(), put("notes/a.md", "one", None))
@@ -59,6 +60,8 @@ async fn each_operation_stays_within_its_call_budget() {
     );
     assert_eq!(log.sequential_depth(), 3, "PUT waits for three round trips");
 
+    // Every later PUT: the secrets are kept (the commit checks their epoch), so the body
+    // upload and the head read, then the transaction: two round trips.
     log.reset();
     svc.put(&who(), put("notes/a.md", "two", Some(v1.meta.etag)))
         .await
@@ -67,12 +70,11 @@ async fn each_operation_stays_within_its_call_budget() {
         log.calls(),
         [
             "DynamoDB.GetItem",
-            "DynamoDB.Query",
             "DynamoDB.TransactWriteItems",
             "S3.PutObject"
         ]
     );
-    assert_eq!(log.sequential_depth(), 3);
+    assert_eq!(log.sequential_depth(), 2, "PUT waits for two round trips");
 
     // GET: the head (it carries the latest body's VersionId), then the body.
     log.reset();
@@ -134,7 +136,6 @@ async fn each_operation_stays_within_its_call_budget() {
         log.calls(),
         [
             "DynamoDB.GetItem",
-            "DynamoDB.Query",
             "DynamoDB.TransactWriteItems",
             "S3.PutObject"
         ]
@@ -192,7 +193,6 @@ async fn each_operation_stays_within_its_call_budget() {
         log.calls(),
         [
             "DynamoDB.GetItem",
-            "DynamoDB.Query",
             "DynamoDB.TransactWriteItems",
             "S3.DeleteObject",
             "S3.DeleteObject",
@@ -203,5 +203,93 @@ async fn each_operation_stays_within_its_call_budget() {
             "S3.PutObject"
         ]
     );
-    assert_eq!(log.sequential_depth(), 6);
+    assert_eq!(log.sequential_depth(), 5);
+}
+
+/// A secret registered between two PUTs of one container (which keeps the tenant's
+/// secrets between writes): the second PUT's commit finds the epoch moved, changes
+/// nothing, and is redacted with the new secret and committed again. The plain text is
+/// never stored.
+#[tokio::test]
+async fn a_secret_registered_between_two_puts_redacts_the_second() {
+    use workspace_core::ports::BodyStore;
+    use workspace_core::secrets::{SecretRecord, SecretStore};
+    let log = CallLog::default();
+    let env = common::fresh(Some(log.interceptor())).await;
+    let secrets = DynamoSecrets::new(env.clients.dynamodb.clone(), &env.table);
+    let meta = Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table));
+    let bodies = Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket));
+    let svc = WorkspaceService::new(
+        meta.clone(),
+        bodies.clone(),
+        Arc::new(FromCommittedState),
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        Limits::default(),
+    )
+    .with_secrets(Arc::new(secrets.clone()));
+    svc.put(&who(), put("notes/a.md", "first", None))
+        .await
+        .unwrap();
+    // Another process (the CLI) registers a secret.
+    let tenant = who().scope.tenant;
+    secrets
+        .put_secret(SecretRecord::new(&tenant, "db-password", "hunter2-correct-horse", 0).unwrap())
+        .await
+        .unwrap();
+
+    log.reset();
+    let stored = svc
+        .put(
+            &who(),
+            put("notes/b.md", "password is hunter2-correct-horse", None),
+        )
+        .await
+        .unwrap();
+    let text = String::from_utf8(stored.content).unwrap();
+    assert_eq!(text, "password is [REDACTED:db-password]");
+    // The first commit was refused (epoch moved), its body deleted; the secrets were read
+    // again; the redacted body uploaded and committed.
+    let calls = log.calls();
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| *c == "DynamoDB.TransactWriteItems")
+            .count(),
+        2,
+        "{calls:?}"
+    );
+    assert_eq!(
+        calls.iter().filter(|c| *c == "DynamoDB.Query").count(),
+        1,
+        "{calls:?}"
+    );
+    assert!(calls.contains(&"S3.DeleteObject".to_owned()), "{calls:?}");
+    // What S3 holds for the file is the redacted text, and only that version is named.
+    let head = workspace_core::ports::MetaStore::head(
+        meta.as_ref(),
+        &who().scope,
+        &FilePath::parse("notes/b.md").unwrap(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(head.version, 1);
+    let raw = bodies
+        .get(head.body.as_ref().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(raw, b"password is [REDACTED:db-password]");
+    // A later write is back to two round trips, with the new secret kept.
+    log.reset();
+    let again = svc
+        .put(
+            &who(),
+            put("notes/c.md", "hunter2-correct-horse again", None),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.content, b"[REDACTED:db-password] again");
+    assert_eq!(log.sequential_depth(), 2);
 }

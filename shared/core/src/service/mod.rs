@@ -36,10 +36,11 @@ use crate::model::{
 };
 use crate::path::{FilePath, PathPrefix};
 use crate::ports::{
-    BodyStore, Clock, Commit, CommitOutcome, EventSink, Expect, IdSource, MetaStore, WorkspaceEvent,
+    BodyStore, Clock, Commit, CommitOutcome, EventSink, Expect, IdSource, MetaStore, SecretsEpoch,
+    WorkspaceEvent,
 };
-use crate::redact::{Redacted, Redactor};
-use crate::scope::{Identity, Scope};
+use crate::redact::{Redacted, Redactor, RegisteredSecret};
+use crate::scope::{Identity, Scope, TenantId};
 use crate::secrets::{NoSecrets, SecretStore};
 use std::sync::Arc;
 
@@ -103,6 +104,10 @@ pub struct WorkspaceService {
     /// Signs the paging tokens of file and version listings (random unless configured:
     /// then tokens only verify in the process that issued them).
     token_key: crate::sessions::token::TokenKey,
+    /// Tenants' registered secrets kept between writes, with their epoch, where the secret
+    /// store keeps one (every commit checks the epoch, so a stale entry is never used).
+    secrets_cache:
+        std::sync::Mutex<std::collections::HashMap<TenantId, (Vec<RegisteredSecret>, u64)>>,
 }
 
 /// The live head, if the path has one.
@@ -224,6 +229,7 @@ impl WorkspaceService {
             upload_signer: None,
             upload_url_seconds: DEFAULT_UPLOAD_URL_SECONDS,
             token_key: crate::sessions::token::TokenKey::random(),
+            secrets_cache: std::sync::Mutex::default(),
         }
     }
 
@@ -279,6 +285,52 @@ impl WorkspaceService {
             .map(|s| s.as_registered())
             .collect();
         Ok(self.redactor.redact(text, &registered))
+    }
+
+    /// The registered secrets a commit's content is redacted with: kept from an earlier
+    /// write where the store keeps an epoch (returned for the commit to check), else read
+    /// now.
+    async fn secrets_for_commit(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<(Vec<RegisteredSecret>, Option<SecretsEpoch>)> {
+        let epoch_of = |epoch| {
+            Some(SecretsEpoch {
+                tenant: tenant.clone(),
+                epoch,
+            })
+        };
+        let kept = self
+            .secrets_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tenant)
+            .cloned();
+        if let Some((registered, epoch)) = kept {
+            return Ok((registered, epoch_of(epoch)));
+        }
+        let as_registered = |records: Vec<crate::secrets::SecretRecord>| -> Vec<RegisteredSecret> {
+            records.iter().map(|s| s.as_registered()).collect()
+        };
+        match self.secrets.secrets_at(tenant).await? {
+            Some((records, epoch)) => {
+                let registered = as_registered(records);
+                self.secrets_cache
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(tenant.clone(), (registered.clone(), epoch));
+                Ok((registered, epoch_of(epoch)))
+            }
+            None => Ok((as_registered(self.secrets.secrets_of(tenant).await?), None)),
+        }
+    }
+
+    /// Drops the tenant's kept secrets: a commit found their epoch moved.
+    fn forget_secrets(&self, tenant: &TenantId) {
+        self.secrets_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tenant);
     }
 
     pub fn limits(&self) -> Limits {

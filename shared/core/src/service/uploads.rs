@@ -303,18 +303,16 @@ impl WorkspaceService {
             ))
             .await;
         }
-        let content = self.redact_content(who, path, bytes).await?;
-        let sha = sha256_hex(&content);
         let put = PutRequest {
             path: Some(path.clone()),
-            content,
+            content: bytes,
             content_type: Some(decl.content_type.clone()),
             if_match: req.if_match,
             if_none_match_any: req.if_none_match_any,
             idempotency_key: req.idempotency_key,
         };
         let stored = self
-            .store(who, path, put, &decl.content_type, &sha, &fingerprint)
+            .redact_and_store(who, path, put, &decl.content_type, |_| fingerprint.clone())
             .await?;
         self.discard_upload(scope, id, true).await;
         Ok(stored.meta)

@@ -6,7 +6,19 @@ use super::*;
 enum PutOutcome {
     Stored(FileMeta),
     Replay(IdempotencyRecord),
+    /// The tenant's registered secrets changed after the content was redacted.
+    SecretsMoved,
 }
+
+/// What [`WorkspaceService::store`] did.
+pub(super) enum Stored {
+    File(StoredFile),
+    /// Nothing: the secrets the content was redacted with changed; redact again.
+    SecretsMoved,
+}
+
+/// Rounds of redact-and-store when the tenant's registered secrets keep changing.
+const MAX_SECRETS_ROUNDS: usize = 5;
 
 impl WorkspaceService {
     /// Writes a new version (or the first version of a new lineage).
@@ -42,37 +54,74 @@ impl WorkspaceService {
             });
         }
         let content_type = content_type_for(&path, req.content_type.clone())?;
-        let content = self.redact_content(who, &path, req.content).await?;
-        let sha = sha256_hex(&content);
-        let fingerprint = sha256_hex(
-            format!(
-                "{path}\n{content_type}\n{sha}\n{:?}\n{}",
-                req.if_match, req.if_none_match_any
-            )
-            .as_bytes(),
-        );
-        let req = PutRequest { content, ..req };
-        self.store(who, &path, req, &content_type, &sha, &fingerprint)
+        let (if_match, if_none) = (req.if_match.clone(), req.if_none_match_any);
+        let fingerprint = |sha: &str| {
+            sha256_hex(format!("{path}\n{content_type}\n{sha}\n{if_match:?}\n{if_none}").as_bytes())
+        };
+        self.redact_and_store(who, &path, req, &content_type, fingerprint)
             .await
     }
 
+    /// Steps 1-4 for content as the client sent it: WSR-1 redaction, then [`Self::store`].
+    /// Where the secret store keeps an epoch, the tenant's secrets are kept between writes
+    /// and the commit checks the epoch; if a secret was registered or removed in between,
+    /// the commit changes nothing, and this reads the secrets again and starts over, so a
+    /// registered secret is never stored in plain text.
+    pub(super) async fn redact_and_store(
+        &self,
+        who: &Identity,
+        path: &FilePath,
+        req: PutRequest,
+        content_type: &str,
+        fingerprint_of: impl Fn(&str) -> String,
+    ) -> Result<StoredFile> {
+        for _ in 0..MAX_SECRETS_ROUNDS {
+            let (content, secrets) = self.redact_content(who, path, &req.content).await?;
+            let sha = sha256_hex(&content);
+            let attempt = PutRequest {
+                content,
+                ..req.clone()
+            };
+            let stored = self
+                .store(
+                    who,
+                    path,
+                    attempt,
+                    content_type,
+                    &sha,
+                    &fingerprint_of(&sha),
+                    secrets,
+                )
+                .await?;
+            match stored {
+                Stored::File(f) => return Ok(f),
+                Stored::SecretsMoved => self.forget_secrets(&who.scope.tenant),
+            }
+        }
+        Err(WorkspaceError::internal(format!(
+            "the tenant's registered secrets changed {MAX_SECRETS_ROUNDS} times during one write of {path}"
+        )))
+    }
+
     /// WSR-1 for a body about to be stored: UTF-8 text is stored (and answered, and
-    /// hashed) redacted; other bytes as they are.
+    /// hashed) redacted, with the epoch of the secrets used where there is one; other bytes
+    /// as they are.
     pub(super) async fn redact_content(
         &self,
         who: &Identity,
         path: &FilePath,
-        content: Vec<u8>,
-    ) -> Result<Vec<u8>> {
-        let Ok(text) = std::str::from_utf8(&content) else {
-            return Ok(content);
+        content: &[u8],
+    ) -> Result<(Vec<u8>, Option<SecretsEpoch>)> {
+        let Ok(text) = std::str::from_utf8(content) else {
+            return Ok((content.to_vec(), None));
         };
-        let redacted = self.redact_for(who, text).await?;
+        let (registered, epoch) = self.secrets_for_commit(&who.scope.tenant).await?;
+        let redacted = self.redactor.redact(text, &registered);
         if redacted.hits.is_empty() {
-            return Ok(content);
+            return Ok((content.to_vec(), epoch));
         }
         tracing::info!(rules = ?redacted.hits, %path, "secrets redacted before storing");
-        Ok(redacted.text.into_bytes())
+        Ok((redacted.text.into_bytes(), epoch))
     }
 
     /// Steps 2-4 of the write protocol for content already checked and redacted: the
@@ -86,7 +135,8 @@ impl WorkspaceService {
         content_type: &str,
         sha: &str,
         fingerprint: &str,
-    ) -> Result<StoredFile> {
+        secrets: Option<SecretsEpoch>,
+    ) -> Result<Stored> {
         let scope = &who.scope;
         let path = path.clone();
         let content_type = content_type.to_owned();
@@ -95,7 +145,7 @@ impl WorkspaceService {
             .recorded_key(scope, req.idempotency_key.as_deref(), now)
             .await?
         {
-            return self.replay(rec, fingerprint, req.content);
+            return self.replay(rec, fingerprint, req.content).map(Stored::File);
         }
 
         // The body upload and the first head read do not depend on each other: run them
@@ -125,16 +175,21 @@ impl WorkspaceService {
                 fingerprint,
                 now,
                 head,
+                secrets,
             )
             .await;
         match outcome {
-            Ok(PutOutcome::Stored(meta)) => Ok(StoredFile {
+            Ok(PutOutcome::Stored(meta)) => Ok(Stored::File(StoredFile {
                 meta,
                 content: req.content,
-            }),
+            })),
             Ok(PutOutcome::Replay(rec)) => {
                 self.discard_body(&body).await;
-                self.replay(rec, fingerprint, req.content)
+                self.replay(rec, fingerprint, req.content).map(Stored::File)
+            }
+            Ok(PutOutcome::SecretsMoved) => {
+                self.discard_body(&body).await;
+                Ok(Stored::SecretsMoved)
             }
             Err(e) => {
                 self.discard_body(&body).await;
@@ -155,6 +210,7 @@ impl WorkspaceService {
         fingerprint: &str,
         now: Millis,
         first_head: Option<Head>,
+        secrets: Option<SecretsEpoch>,
     ) -> Result<PutOutcome> {
         let mut prefetched = Some(first_head);
         for _ in 0..MAX_COMMIT_ATTEMPTS {
@@ -235,6 +291,7 @@ impl WorkspaceService {
                 idempotency_valid_after: now - IDEMPOTENCY_TTL_MS,
                 retain_from_seq: self.retain_from(seq),
                 released,
+                secrets_epoch: secrets.clone(),
             };
             let record = commit.version.clone();
             match self.meta.commit(commit).await? {
@@ -242,6 +299,7 @@ impl WorkspaceService {
                     self.after_commit(who, path, &record, pruned).await;
                     return Ok(PutOutcome::Stored(meta));
                 }
+                CommitOutcome::SecretsMoved => return Ok(PutOutcome::SecretsMoved),
                 CommitOutcome::HeadMoved => continue,
                 CommitOutcome::TooManyFiles => {
                     return Err(WorkspaceError::TooLarge {
@@ -316,6 +374,8 @@ impl WorkspaceService {
                 idempotency_valid_after: now,
                 retain_from_seq: self.retain_from(seq),
                 released,
+                // A tombstone stores no content: nothing to redact.
+                secrets_epoch: None,
             };
             let record = commit.version.clone();
             match self.meta.commit(commit).await? {
