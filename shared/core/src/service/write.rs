@@ -127,6 +127,7 @@ impl WorkspaceService {
     /// Steps 2-4 of the write protocol for content already checked and redacted: the
     /// idempotency replay, the body upload, and the commit loop. `fingerprint` tells a
     /// retry of this request from another request under the same key.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn store(
         &self,
         who: &Identity,
