@@ -253,3 +253,94 @@ async fn a_pin_meeting_a_transaction_in_flight_is_retried_not_failed() {
         assert_eq!(got, outcome, "{code}");
     }
 }
+
+/// The secrets-epoch race at the SDK boundary: the secrets are read (epoch 0, none), a
+/// secret is registered elsewhere, and the commit's ConditionCheck on the epoch cancels the
+/// transaction. The write reads the secrets again (epoch 1, the new one), redacts, uploads
+/// again and commits; the first body is discarded, so no plain text stays stored.
+#[tokio::test]
+async fn a_moved_secrets_epoch_is_redacted_again_and_retried() {
+    use aws_sdk_dynamodb::operation::get_item::GetItemOutput;
+    use aws_sdk_dynamodb::operation::query::QueryOutput;
+    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsOutput;
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use workspace_core::ports::{BodyInventory, BodyStore};
+    use workspace_store_aws::secrets_table::DynamoSecrets;
+    let s = |v: &str| AttributeValue::S(v.to_owned());
+    let secrets = mock!(aws_sdk_dynamodb::Client::query)
+        .sequence()
+        .output(|| QueryOutput::builder().build())
+        .output(move || {
+            QueryOutput::builder()
+                .items(
+                    [
+                        ("pk", s("acme##secrets")),
+                        ("sk", s("secret#db-password")),
+                        ("secretId", s("db-password")),
+                        ("value", s("hunter2-correct-horse")),
+                        ("createdAt", AttributeValue::N("0".into())),
+                    ]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect(),
+                )
+                .items(
+                    [
+                        ("pk", s("acme##secrets")),
+                        ("sk", s("epoch")),
+                        ("epoch", AttributeValue::N("1".into())),
+                    ]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect(),
+                )
+                .build()
+        })
+        .build();
+    let head =
+        mock!(aws_sdk_dynamodb::Client::get_item).then_output(|| GetItemOutput::builder().build());
+    // Head, version, count, then the epoch check: only the last failed.
+    let commit = mock!(aws_sdk_dynamodb::Client::transact_write_items)
+        .sequence()
+        .http_status(
+            400,
+            Some(r#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled","CancellationReasons":[{"Code":"None"},{"Code":"None"},{"Code":"None"},{"Code":"ConditionalCheckFailed"}]}"#.into()),
+        )
+        .output(|| TransactWriteItemsOutput::builder().build())
+        .build();
+    let client = mock_client!(
+        aws_sdk_dynamodb,
+        RuleMode::MatchAny,
+        [&secrets, &head, &commit],
+        |c| c.retry_config(retrying())
+    );
+    let bodies = Arc::new(MemoryBodies::default());
+    let svc = WorkspaceService::new(
+        Arc::new(DynamoMeta::new(client.clone(), "table")),
+        bodies.clone(),
+        Arc::new(FromCommittedState),
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        Limits::default(),
+    )
+    .with_secrets(Arc::new(DynamoSecrets::new(client, "table")));
+    let stored = svc
+        .put(
+            &who(),
+            PutRequest {
+                path: Some(FilePath::parse("a.md").unwrap()),
+                content: b"pw: hunter2-correct-horse".to_vec(),
+                ..PutRequest::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.content, b"pw: [REDACTED:db-password]");
+    assert_eq!((secrets.num_calls(), commit.num_calls()), (2, 2));
+    let kept = bodies.stored_bodies().await.unwrap();
+    assert_eq!(kept.len(), 1, "the body redacted too little was discarded");
+    assert_eq!(
+        bodies.get(&kept[0]).await.unwrap().unwrap(),
+        b"pw: [REDACTED:db-password]"
+    );
+}
