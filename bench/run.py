@@ -28,8 +28,8 @@ KEYS = {
 }
 
 
-def run(cmd, **kw):
-    return subprocess.run(cmd, check=True, cwd=ROOT, **kw)
+def run(cmd, cwd=ROOT):
+    return subprocess.run(cmd, check=True, cwd=cwd)
 
 
 def build(profile):
