@@ -313,6 +313,12 @@ async fn serve() -> Result<(), String> {
     .with_token_key(session_key);
     let registry = Arc::new(RegistryOf(stores.sessions.clone()));
     let mut app = App::new(auth).with_registry(registry);
+    app.advertised.public_url = Some(
+        local
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}")),
+    );
     // Events: the store's outbox holds them; each commit rings the bell for the streams and
     // webhooks that deliver them.
     let bell = events::Bell::new();

@@ -60,7 +60,27 @@ async fn python_mcp_client_over_streamable_http() {
     let read_only = out.lines().next().unwrap().trim().to_owned();
     let keys = format!("{KEY}=acme/main,{EVIL_KEY}=acme-evil/main");
     let server = Server::start(dir.path(), &[("WORKSPACE_API_KEYS", &keys)]).await;
-    let base = server.base.clone();
+    // The client finds the server through discovery: the `mcp` family's absolute URL.
+    let doc: serde_json::Value = reqwest::get(server.url("/.well-known/openwop"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mcp = &doc["mcp"];
+    assert_eq!(mcp["supported"], true, "{doc}");
+    assert_eq!(mcp["transport"], "streamable-http");
+    assert_eq!(mcp["path"], "/mcp");
+    assert!(mcp["protocolVersions"]
+        .as_array()
+        .is_some_and(|v| v.iter().any(|x| x == "2025-06-18")));
+    assert_eq!(mcp["tools"].as_array().map(Vec::len), Some(10), "{mcp}");
+    let url = mcp["url"]
+        .as_str()
+        .expect("an absolute URL locally")
+        .to_owned();
+    assert_eq!(url, server.url("/mcp"));
+    let base = url.strip_suffix("/mcp").unwrap().to_owned();
     let run = tokio::task::spawn_blocking(move || {
         python_client(&[
             "http",

@@ -1523,7 +1523,8 @@ struct Seen {
 
 /// How a discovery document says events are delivered differs by design (EventBridge on
 /// AWS; the stream and webhooks on the local server); what they are must not: only the
-/// events family's `source` and `detailType` are compared.
+/// events family's `source` and `detailType` are compared. Likewise the MCP family's
+/// absolute `url` (its `path` is compared).
 fn only_the_event_contract(doc: &mut Value) {
     if doc.get("protocol").and_then(Value::as_str) != Some("openwop") {
         return;
@@ -1531,6 +1532,12 @@ fn only_the_event_contract(doc: &mut Value) {
     for at in ["/events", "/capabilities/events"] {
         if let Some(o) = doc.pointer_mut(at).and_then(Value::as_object_mut) {
             o.retain(|k, _| k == "source" || k == "detailType");
+        }
+    }
+    // The MCP server's absolute URL is known only where the public URL is (locally).
+    for at in ["/mcp", "/capabilities/mcp"] {
+        if let Some(o) = doc.pointer_mut(at).and_then(Value::as_object_mut) {
+            o.remove("url");
         }
     }
 }

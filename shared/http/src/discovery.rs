@@ -41,6 +41,7 @@ pub fn document_for(limits: &Limits, advertised: &Advertised) -> Value {
             "maxTtlSeconds": c.max_ttl_seconds,
         },
         "events": events(&advertised.events),
+        "mcp": mcp(advertised.public_url.as_deref()),
     });
     let mut doc = json!({
         "protocol": "openwop",
@@ -68,5 +69,38 @@ fn events(e: &crate::AdvertisedEvents) -> Value {
         "stream": stream.then_some("/v1/host/workspace/events"),
         "streamRetentionSeconds": e.stream_retention_seconds,
         "webhooks": e.webhooks,
+    })
+}
+
+/// The MCP protocol versions `/mcp` speaks. Kept with discovery, as data, so the function
+/// that answers discovery does not link the MCP server; `shared/mcp` negotiates from this
+/// very list, and a test there holds [`MCP_TOOLS`] equal to its tools.
+pub const MCP_PROTOCOL_VERSIONS: &[&str] =
+    &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// The tools `/mcp` lists.
+pub const MCP_TOOLS: &[&str] = &[
+    "read_file",
+    "write_file",
+    "list_directory",
+    "create_directory",
+    "get_file_info",
+    "search_files",
+    "delete_file",
+    "move_file",
+    "edit_file",
+    "grep",
+];
+
+/// The MCP server: where (absolute where the public URL is known), how, which versions and
+/// tools.
+fn mcp(public_url: Option<&str>) -> Value {
+    json!({
+        "supported": true,
+        "path": "/mcp",
+        "url": public_url.map(|base| format!("{}/mcp", base.trim_end_matches('/'))),
+        "transport": "streamable-http",
+        "protocolVersions": MCP_PROTOCOL_VERSIONS,
+        "tools": MCP_TOOLS,
     })
 }

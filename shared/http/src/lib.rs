@@ -70,6 +70,9 @@ pub struct Advertised {
     pub blobs: Option<(BlobLimits, bool)>,
     pub cache: Option<CacheLimits>,
     pub events: AdvertisedEvents,
+    /// Scheme, host and port clients reach this deployment at, where known (the local
+    /// server's), for absolute URLs in discovery.
+    pub public_url: Option<String>,
 }
 
 /// How this deployment delivers `workspace.updated`.

@@ -13,7 +13,7 @@ use crate::tools::{self, Workspace};
 use serde_json::{json, Value};
 
 /// Handshake versions accepted, oldest first; an unknown request gets the newest.
-pub const SUPPORTED_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+pub const SUPPORTED_VERSIONS: &[&str] = workspace_http::discovery::MCP_PROTOCOL_VERSIONS;
 pub const LATEST_VERSION: &str = "2025-11-25";
 
 pub const PARSE_ERROR: i64 = -32700;

@@ -240,6 +240,8 @@ impl Settings {
                 event_bridge: true,
                 ..Default::default()
             },
+            // The API's own URL is API Gateway's, which a function does not know.
+            public_url: None,
         }
     }
 }

@@ -5,18 +5,9 @@
 
 use serde_json::{json, Value};
 
-pub const TOOL_NAMES: &[&str] = &[
-    "read_file",
-    "write_file",
-    "list_directory",
-    "create_directory",
-    "get_file_info",
-    "search_files",
-    "delete_file",
-    "move_file",
-    "edit_file",
-    "grep",
-];
+/// Kept with discovery, which advertises them without linking this crate; the test below
+/// holds `tools/list` equal to them.
+pub const TOOL_NAMES: &[&str] = workspace_http::discovery::MCP_TOOLS;
 
 const PATH_HELP: &str =
     "Path relative to the workspace root, or absolute under /workspace (e.g. notes/todo.md or /workspace/notes/todo.md)";
