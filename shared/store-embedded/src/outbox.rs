@@ -55,6 +55,16 @@ pub(crate) fn append(
     Ok(())
 }
 
+/// The position the next event gets (1 while none was ever recorded).
+fn next_position(txn: &redb::ReadTransaction) -> Result<u64> {
+    Ok(txn
+        .open_table(OUTBOX_COUNTER)
+        .map_err(db_err)?
+        .get(NEXT)
+        .map_err(db_err)?
+        .map_or(1, |v| v.value()))
+}
+
 /// Drops the events of every scope under `prefix` (a deleted or purged workspace); how
 /// many went.
 pub(crate) fn erase_under(txn: &WriteTransaction, prefix: &str) -> Result<u64> {
@@ -82,12 +92,7 @@ impl EventLog for EmbeddedStore {
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(db_err)?;
             let outbox = txn.open_table(OUTBOX).map_err(db_err)?;
-            let next = txn
-                .open_table(OUTBOX_COUNTER)
-                .map_err(db_err)?
-                .get(NEXT)
-                .map_err(db_err)?
-                .map_or(1, |v| v.value());
+            let next = next_position(&txn)?;
             let oldest = match outbox.first().map_err(db_err)? {
                 Some((k, _)) => k.value(),
                 None => next,
@@ -122,12 +127,7 @@ impl EventLog for EmbeddedStore {
     async fn last_position(&self) -> Result<u64> {
         self.blocking(|db| {
             let txn = db.begin_read().map_err(db_err)?;
-            let next = txn
-                .open_table(OUTBOX_COUNTER)
-                .map_err(db_err)?
-                .get(NEXT)
-                .map_err(db_err)?
-                .map_or(1, |v| v.value());
+            let next = next_position(&txn)?;
             Ok(next - 1)
         })
         .await
