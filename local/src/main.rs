@@ -368,6 +368,13 @@ async fn serve() -> Result<(), String> {
         .with_sessions(Arc::new(sessions))
         .serve_every_function()
         .serve(workspace_mcp::http::ROUTES);
+    // Conformance only: off unless OPENWOP_TEST_SEAM_ENABLED=true (then unknown routes).
+    let app = if local.test_seams {
+        tracing::warn!("OPENWOP_TEST_SEAM_ENABLED=true: serving the conformance test seams, which act as any owner a request names; never in production");
+        app.serve_extra(workspace_http::seams::ROUTES)
+    } else {
+        app
+    };
     server::banner(addr, &stores.place, &key_source);
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let events = stores.events.clone().map(|log| events::Events {

@@ -533,6 +533,32 @@ fn script() -> Vec<Step> {
         |st| st.expect(Expect::Envelope(404, "not_found")),
     );
 
+    s.section("contract: run records");
+    s.add("run-create", "POST", "/v1/runs", |st| {
+        st.json(json!({"workflowId": "parity-noop"}))
+            .expect(Expect::Status(201))
+    });
+    let run = id("runId", "run-create", 1);
+    s.add("run-write-after", "PUT", &today, |st| {
+        st.json(json!({"content": "after the run"}))
+    });
+    s.add("run-get", "GET", &format!("/v1/runs/{run}"), |st| {
+        st.expect(Expect::Status(200))
+    });
+    s.add("run-list", "GET", "/v1/runs?limit=5", |st| {
+        st.expect(Expect::Status(200))
+    });
+    s.add("run-bad-body", "POST", "/v1/runs", |st| {
+        st.json(json!({"workflow": "x"}))
+            .expect(Expect::Envelope(400, "validation_error"))
+    });
+    s.add(
+        "run-unknown",
+        "GET",
+        "/v1/runs/run_0000000000000_0000000000000000",
+        |st| st.expect(Expect::Envelope(404, "not_found")),
+    );
+
     s.section("contract: two-step upload");
     s.add("upload-start", "POST", "/v1/host/workspace/uploads", |st| {
         st.json(json!({
@@ -1255,6 +1281,7 @@ fn script() -> Vec<Step> {
 const GENERATED: &[&str] = &[
     "workspaceId",
     "snapshotId",
+    "runId",
     "uploadId",
     "artifactId",
     "etag",

@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use workspace_core::blob::{PresignSpec, PresignedUrl};
 use workspace_core::events::{EventLog, Since};
 use workspace_core::model::{
-    BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, VersionRecord,
+    BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{
     BodyInventory, BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged,
@@ -152,6 +152,17 @@ impl MetaStore for FaultyMeta {
     }
     async fn delete_snapshot(&self, s: &Scope, id: &str) -> Result<bool> {
         self.1.step(self.0.delete_snapshot(s, id)).await
+    }
+    async fn list_snapshots(
+        &self,
+        s: &Scope,
+        id_prefix: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SnapshotInfo>> {
+        self.1
+            .step(self.0.list_snapshots(s, id_prefix, before, limit))
+            .await
     }
 }
 

@@ -19,6 +19,7 @@ pub mod mcp;
 pub mod pins;
 pub mod protocol;
 pub mod redaction;
+pub mod runs;
 pub mod sessions;
 pub mod snapshots;
 pub mod uploads;
@@ -67,6 +68,9 @@ macro_rules! contract_tests {
             snapshots::snapshot_survives_writes_deletes_and_retention,
             snapshots::snapshots_expire_and_release_their_versions,
             snapshots::unknown_and_foreign_snapshot_ids_are_404,
+            runs::a_run_holds_the_workspace_as_it_started,
+            runs::runs_are_listed_newest_first_a_page_at_a_time,
+            runs::runs_are_scoped_and_expire_with_their_snapshot,
             pins::snapshots_taken_during_pruning_writes_stay_readable,
             pins::pins_and_commits_compare_and_swap_on_the_head,
             binary::binary_bodies_round_trip_every_byte_value,

@@ -64,6 +64,29 @@ pub struct Snapshot {
     pub expires_at: Millis,
     /// Sorted by path.
     pub files: Vec<SnapshotFile>,
+    /// Set on a run record's snapshot (`service/runs.rs`): the workflow the run is of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+}
+
+/// A snapshot record without its file list, as a listing returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotInfo {
+    pub id: String,
+    pub created_at: Millis,
+    pub expires_at: Millis,
+    pub workflow_id: Option<String>,
+}
+
+impl Snapshot {
+    pub fn info(&self) -> SnapshotInfo {
+        SnapshotInfo {
+            id: self.id.clone(),
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            workflow_id: self.workflow_id.clone(),
+        }
+    }
 }
 
 /// One pinned file of a snapshot: the version item `seq` holds its content.

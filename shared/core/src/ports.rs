@@ -4,7 +4,9 @@
 
 use crate::blob::{PresignSpec, PresignedUrl};
 use crate::error::{Result, WorkspaceError};
-use crate::model::{BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, VersionRecord};
+use crate::model::{
+    BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
+};
 use crate::path::{FilePath, PathPrefix};
 use crate::scope::Scope;
 use async_trait::async_trait;
@@ -148,6 +150,16 @@ pub trait MetaStore: Send + Sync {
     async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>>;
     /// Removes a snapshot record; `false` when there was none.
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool>;
+    /// Snapshot records of the scope whose ids start with `id_prefix`, in descending id
+    /// order, only ids below `before` when given, `limit` at most; expired or not (the
+    /// service judges). Without their file lists, so a page stays small.
+    async fn list_snapshots(
+        &self,
+        scope: &Scope,
+        id_prefix: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SnapshotInfo>>;
 }
 
 /// File bodies. A put never overwrites: each returns a new `BodyRef`.

@@ -70,3 +70,12 @@ pub struct SignedUrls {
     /// What the request head alone must pass before its body is read (see [`App::admit`]).
     pub check_head: Option<fn(&App, &Parts) -> Result<()>>,
 }
+
+/// A route a process serves outside the route table, so never in template.yaml and never
+/// on Lambda: the local server's conformance test seams. Matched on method and exact path,
+/// authenticated before its body is read like any table row that needs a credential.
+pub struct ExtraRoute {
+    pub method: http::Method,
+    pub path: &'static str,
+    pub handler: Handler,
+}

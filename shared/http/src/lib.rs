@@ -14,7 +14,9 @@ pub mod files;
 pub mod handler;
 pub mod request;
 pub mod routes;
+pub mod runs;
 mod scope_check;
+pub mod seams;
 pub mod serve;
 pub mod sessions;
 pub mod snapshots;
@@ -24,7 +26,7 @@ pub mod versions;
 use auth::Authenticator;
 use bytes::Bytes;
 use envelope::{error_response, error_to_response, HttpResponse};
-pub use handler::{Call, Handler, Reply, Routes, SignedUrls};
+pub use handler::{Call, ExtraRoute, Handler, Reply, Routes, SignedUrls};
 use http::{header, HeaderValue, Request, StatusCode};
 use percent_encoding::percent_decode_str;
 pub use request::PathForm;
@@ -107,6 +109,7 @@ pub struct App {
     pub advertised: Advertised,
     handlers: HashMap<Route, Handler>,
     signed: Vec<&'static SignedUrls>,
+    extra: Vec<&'static ExtraRoute>,
 }
 
 fn not_provided(what: &str) -> WorkspaceError {
@@ -128,6 +131,7 @@ impl App {
             advertised: Advertised::default(),
             handlers: HashMap::new(),
             signed: Vec::new(),
+            extra: Vec::new(),
         }
     }
 
@@ -141,6 +145,19 @@ impl App {
     pub fn serve_signed(mut self, urls: &'static SignedUrls) -> Self {
         self.signed.push(urls);
         self
+    }
+
+    /// Serves routes outside the route table (see [`ExtraRoute`]).
+    pub fn serve_extra(mut self, routes: &'static [ExtraRoute]) -> Self {
+        self.extra.extend(routes.iter());
+        self
+    }
+
+    fn extra_route(&self, method: &http::Method, path: &str) -> Option<&'static ExtraRoute> {
+        self.extra
+            .iter()
+            .copied()
+            .find(|x| x.method == *method && x.path == path)
     }
 
     /// Registers every function's set but MCP's ([`serve::BY_FUNCTION`]): the whole API.
@@ -300,6 +317,20 @@ impl App {
         } else {
             path
         };
+        if let Some(extra) = self.extra_route(&parts.method, &path) {
+            let call = Call {
+                app: self,
+                route: None,
+                parts: &parts,
+                tail: "",
+                body: &body,
+            };
+            let mut resp = (extra.handler)(call)
+                .await
+                .unwrap_or_else(|e| error_to_response(&e));
+            resp.extensions_mut().insert(RouteLabel(extra.path));
+            return resp;
+        }
         let (label, result) = match match_route(&parts.method, &path) {
             Matched::Route { spec, tail } => match self.handlers.get(&spec.route) {
                 Some(handler) => {
@@ -369,11 +400,13 @@ impl App {
         }
         // Routing is decided again in `handle`; an undecodable path is its 400.
         let path = percent_decode_str(raw).decode_utf8().ok()?;
-        let Matched::Route { spec, .. } = match_route(&parts.method, &path) else {
-            return None;
-        };
-        if spec.public() || !self.handlers.contains_key(&spec.route) {
-            return None;
+        if self.extra_route(&parts.method, &path).is_none() {
+            let Matched::Route { spec, .. } = match_route(&parts.method, &path) else {
+                return None;
+            };
+            if spec.public() || !self.handlers.contains_key(&spec.route) {
+                return None;
+            }
         }
         match self.auth.grant(parts).await {
             Ok(grant) => {

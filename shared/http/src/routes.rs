@@ -30,6 +30,10 @@ pub enum Route {
     CreateSnapshot,
     GetSnapshot,
     DeleteSnapshot,
+    /// Run records (RFC 0059 §D): a run is a snapshot that names its workflow.
+    CreateRun,
+    ListRuns,
+    GetRun,
     StartUpload,
     /// `workspace.updated` of the caller's workspace as server-sent events (the local
     /// server; on AWS, EventBridge).
@@ -229,6 +233,24 @@ pub const ROUTES: &[RouteSpec] = &[
         method: Method::DELETE,
         pattern: SNAPSHOT,
         route: Route::DeleteSnapshot,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::POST,
+        pattern: "/v1/runs",
+        route: Route::CreateRun,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/v1/runs",
+        route: Route::ListRuns,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/v1/runs/{runId}",
+        route: Route::GetRun,
         function: "snapshots",
     },
     RouteSpec {

@@ -9,7 +9,7 @@
 use crate::envelope::json_response;
 use crate::handler::{Call, Reply, Routes, SignedUrls};
 use crate::routes::Route;
-use crate::{blob, cache, discovery, files, snapshots, uploads, versions};
+use crate::{blob, cache, discovery, files, runs, snapshots, uploads, versions};
 use bytes::Bytes;
 use http::StatusCode;
 use serde_json::json;
@@ -36,11 +36,14 @@ pub const PUT: Routes = &[
 ];
 /// `delete`: file deletes.
 pub const DELETE: Routes = &[(Route::DeleteFile, delete_file)];
-/// `snapshots`: run snapshots (DynamoDB only on AWS).
+/// `snapshots`: run snapshots and run records (DynamoDB only on AWS).
 pub const SNAPSHOTS: Routes = &[
     (Route::CreateSnapshot, create_snapshot),
     (Route::GetSnapshot, get_snapshot),
     (Route::DeleteSnapshot, delete_snapshot),
+    (Route::CreateRun, create_run),
+    (Route::ListRuns, list_runs),
+    (Route::GetRun, get_run),
 ];
 /// `cache`: the RFC 0019 TTL cache.
 pub const CACHE: Routes = &[
@@ -178,6 +181,27 @@ fn delete_snapshot(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.writer().await?;
         snapshots::delete(c.app.files()?, &who, c.tail).await
+    })
+}
+
+fn create_run(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        runs::create(c.app.files()?, &who, c.body).await
+    })
+}
+
+fn list_runs(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        runs::list(c.app.files()?, &who, c.parts).await
+    })
+}
+
+fn get_run(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        runs::get(c.app.files()?, &who, c.tail).await
     })
 }
 

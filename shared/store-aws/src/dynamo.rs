@@ -31,7 +31,7 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
-use workspace_core::model::{Head, IdempotencyRecord, Pin, Snapshot, VersionRecord};
+use workspace_core::model::{Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord};
 use workspace_core::ports::{Commit, CommitOutcome, Expect, MetaStore};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
@@ -420,5 +420,16 @@ impl MetaStore for DynamoMeta {
 
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
         self.delete_snapshot_item(scope, id).await
+    }
+
+    async fn list_snapshots(
+        &self,
+        scope: &Scope,
+        id_prefix: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SnapshotInfo>> {
+        self.list_snapshot_items(scope, id_prefix, before, limit)
+            .await
     }
 }

@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem, Update,
 };
 use std::collections::HashMap;
-use workspace_core::model::{Pin, Snapshot, VersionRecord};
+use workspace_core::model::{Pin, Snapshot, SnapshotInfo, VersionRecord};
 use workspace_core::ports::Expect;
 use workspace_core::{FilePath, Result, Scope};
 
@@ -176,6 +176,53 @@ impl DynamoMeta {
             .await?
             .map(|i| items::snapshot_from(&i))
             .transpose()
+    }
+
+    /// Snapshot records by id, descending, without their file lists (projected away).
+    pub(crate) async fn list_snapshot_items(
+        &self,
+        scope: &Scope,
+        id_prefix: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SnapshotInfo>> {
+        let lo = keys::snapshot_sk(id_prefix);
+        // BETWEEN is inclusive: `before` itself is skipped below.
+        let hi = match before {
+            Some(b) => keys::snapshot_sk(b),
+            None => format!("{lo}\u{10ffff}"),
+        };
+        let mut out = Vec::new();
+        let mut start = None;
+        loop {
+            let res = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+                .expression_attribute_values(":pk", s(keys::partition(scope)))
+                .expression_attribute_values(":lo", s(&lo))
+                .expression_attribute_values(":hi", s(&hi))
+                .projection_expression("#id, createdAt, expiresAtMs, workflowId")
+                .expression_attribute_names("#id", "id")
+                .scan_index_forward(false)
+                .limit(i32::try_from(limit + 1 - out.len()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(aws_err)?;
+            for item in res.items() {
+                let info = items::snapshot_info_from(item)?;
+                if Some(info.id.as_str()) != before && out.len() < limit {
+                    out.push(info);
+                }
+            }
+            match res.last_evaluated_key {
+                Some(k) if out.len() < limit => start = Some(k),
+                _ => return Ok(out),
+            }
+        }
     }
 
     pub(crate) async fn delete_snapshot_item(&self, scope: &Scope, id: &str) -> Result<bool> {

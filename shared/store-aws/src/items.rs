@@ -3,7 +3,9 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
-use workspace_core::model::{BodyRef, Head, IdempotencyRecord, Pin, Snapshot, VersionRecord};
+use workspace_core::model::{
+    BodyRef, Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord,
+};
 use workspace_core::{Result, Scope, WorkspaceError};
 
 pub type Item = HashMap<String, AttributeValue>;
@@ -195,7 +197,23 @@ pub fn snapshot_item(scope: &Scope, pk: String, sk: String, snap: &Snapshot) -> 
         "files".into(),
         s(serde_json::to_string(&snap.files).map_err(WorkspaceError::internal)?),
     );
+    if let Some(w) = &snap.workflow_id {
+        item.insert("workflowId".into(), s(w));
+    }
     Ok(item)
+}
+
+/// A snapshot record's fields but its file list (what a listing projects).
+pub fn snapshot_info_from(item: &Item) -> Result<SnapshotInfo> {
+    Ok(SnapshotInfo {
+        id: get_s(item, "id")?,
+        created_at: get_n(item, "createdAt")?,
+        expires_at: get_n(item, "expiresAtMs")?,
+        workflow_id: item
+            .get("workflowId")
+            .map(|_| get_s(item, "workflowId"))
+            .transpose()?,
+    })
 }
 
 pub fn snapshot_from(item: &Item) -> Result<Snapshot> {
@@ -204,5 +222,9 @@ pub fn snapshot_from(item: &Item) -> Result<Snapshot> {
         created_at: get_n(item, "createdAt")?,
         expires_at: get_n(item, "expiresAtMs")?,
         files: serde_json::from_str(&get_s(item, "files")?).map_err(|_| bad("files"))?,
+        workflow_id: item
+            .get("workflowId")
+            .map(|_| get_s(item, "workflowId"))
+            .transpose()?,
     })
 }

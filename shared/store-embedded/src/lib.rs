@@ -31,7 +31,7 @@ use std::path::Path;
 use std::sync::Arc;
 use workspace_core::events::WorkspaceEvent;
 use workspace_core::model::{
-    BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, VersionRecord,
+    BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{
     BodyStore, Commit, CommitOutcome, Expect, IdSource, MetaStore, RandomIds, Staged,
@@ -414,6 +414,36 @@ impl MetaStore for EmbeddedStore {
     async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
         let key = format!("{}{id}", scope.key_prefix());
         self.get_json(SNAPSHOTS, key).await
+    }
+
+    async fn list_snapshots(
+        &self,
+        scope: &Scope,
+        id_prefix: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SnapshotInfo>> {
+        let prefix = scope.key_prefix();
+        let start = format!("{prefix}{id_prefix}");
+        let end = match before {
+            Some(b) => format!("{prefix}{b}"),
+            None => format!("{start}\u{10ffff}"),
+        };
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let t = txn.open_table(SNAPSHOTS).map_err(db_err)?;
+            let mut page = Vec::new();
+            // Keys run in id order within the scope: the range below `before`, backwards.
+            for entry in t.range(start.as_str()..end.as_str()).map_err(db_err)?.rev() {
+                if page.len() == limit {
+                    break;
+                }
+                let (_, v) = entry.map_err(db_err)?;
+                page.push(decode::<Snapshot>(v.value())?.info());
+            }
+            Ok(page)
+        })
+        .await
     }
 
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {

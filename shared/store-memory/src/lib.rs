@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use workspace_core::events::WorkspaceEvent;
 use workspace_core::model::{
-    BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, VersionRecord,
+    BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged};
 use workspace_core::secrets::{SecretRecord, SecretStore};
@@ -208,6 +208,28 @@ impl MetaStore for MemoryMeta {
             .lock()?
             .get_mut(scope)
             .is_some_and(|s| s.snapshots.remove(id).is_some()))
+    }
+
+    async fn list_snapshots(
+        &self,
+        scope: &Scope,
+        id_prefix: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SnapshotInfo>> {
+        let guard = self.lock()?;
+        let Some(s) = guard.get(scope) else {
+            return Ok(Vec::new());
+        };
+        let mut page: Vec<SnapshotInfo> = s
+            .snapshots
+            .values()
+            .filter(|s| s.id.starts_with(id_prefix) && before.is_none_or(|b| s.id.as_str() < b))
+            .map(Snapshot::info)
+            .collect();
+        page.sort_by(|a, b| b.id.cmp(&a.id));
+        page.truncate(limit);
+        Ok(page)
     }
 }
 

@@ -109,6 +109,9 @@ pub struct LocalSettings {
     pub event_retention_seconds: u64,
     /// `WORKSPACE_WEBHOOKS`: a JSON array of `{url, secret, tenant?, workspace?}`.
     pub webhooks: Option<String>,
+    /// `OPENWOP_TEST_SEAM_ENABLED=true` (exactly): serve the openwop conformance test seams
+    /// (`/v1/host/sample/...`, which act as any owner named in the body). Off otherwise.
+    pub test_seams: bool,
 }
 
 /// JWT claim names the Lambda functions read identity from.
@@ -222,6 +225,7 @@ impl Settings {
                     7 * 24 * 3600,
                 )?,
                 webhooks: get("WORKSPACE_WEBHOOKS"),
+                test_seams: get("OPENWOP_TEST_SEAM_ENABLED").as_deref() == Some("true"),
             },
         })
     }

@@ -49,6 +49,7 @@ mod history;
 mod local_urls;
 mod pins;
 mod read;
+mod runs;
 mod snapshots;
 pub mod sweep;
 mod uploads;
@@ -57,6 +58,7 @@ mod write;
 pub use downloads::FileRead;
 pub use history::{Diff, VersionPage};
 pub use local_urls::{SIGNED_BODY_PREFIX, SIGNED_UPLOAD_PREFIX};
+pub use runs::{RunPage, MAX_RUNS_PAGE, MAX_WORKFLOW_ID_LEN, RUN_ID_PREFIX};
 pub use snapshots::{DEFAULT_SNAPSHOT_TTL_MS, MAX_SNAPSHOT_RECORD_BYTES};
 pub use uploads::{
     UploadCommit, UploadRequest, UploadTicket, COMMIT_WINDOW_MS, DEFAULT_UPLOAD_URL_SECONDS,

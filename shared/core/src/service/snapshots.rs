@@ -93,9 +93,18 @@ impl WorkspaceService {
 
     /// Takes a snapshot of every live file.
     pub async fn create_snapshot(&self, who: &Identity) -> Result<Snapshot> {
+        self.take_snapshot(who, self.ids.new_id(), None).await
+    }
+
+    /// Takes snapshot `id` of every live file (a run's, when `workflow_id` is given).
+    pub(super) async fn take_snapshot(
+        &self,
+        who: &Identity,
+        id: String,
+        workflow_id: Option<String>,
+    ) -> Result<Snapshot> {
         let scope = &who.scope;
         let now = self.clock.now_ms();
-        let id = self.ids.new_id();
         let until = now.saturating_add(self.snapshot_ttl_ms);
         let heads = self.all_live(scope).await?;
         // The record is one item on DynamoDB (400 KB): refuse before pinning anything.
@@ -182,6 +191,7 @@ impl WorkspaceService {
             created_at: now,
             expires_at: until,
             files,
+            workflow_id,
         };
         self.meta.put_snapshot(scope, &snapshot).await?;
         Ok(snapshot)
