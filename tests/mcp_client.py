@@ -26,6 +26,8 @@ TOOLS = {
     "move_file": (["source", "destination"], {"source", "destination"}),
     "edit_file": (["path", "old_text", "new_text"], {"path", "old_text", "new_text", "replace_all", "expected_version"}),
     "grep": (["pattern"], {"pattern", "path", "glob", "max_results"}),
+    "memory": (["command"], {"command", "path", "view_range", "file_text", "old_str", "new_str",
+                             "insert_line", "insert_text", "old_path", "new_path"}),
 }
 
 
@@ -153,6 +155,24 @@ async def every_tool(a):
     check("passwd" not in await a.ok("search_files", path=".", pattern="**"), "nothing outside listed")
 
 
+async def memory_tool(a):
+    """Claude's memory tool as an MCP tool: the reference implementation's answers."""
+    text, err = await a.call("memory", command="view", path="/memories")
+    eq((text, err), ("Here're the files and directories up to 2 levels deep in /memories, excluding hidden items:\n0B\t/memories", False))
+    eq(await a.call("memory", command="create", path="/memories/me.md", file_text="likes: tea\n"),
+       ("File created successfully at: /memories/me.md", False))
+    eq(await a.call("memory", command="str_replace", path="/memories/me.md", old_str="tea", new_str="coffee"),
+       ("The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tlikes: coffee\n     2\t", False))
+    eq(await a.call("memory", command="view", path="/memories/me.md"),
+       ("Here's the content of /memories/me.md with line numbers:\n     1\tlikes: coffee\n     2\t", False))
+    eq(await a.call("memory", command="create", path="/memories/me.md", file_text="x"),
+       ("File /memories/me.md already exists", True))
+    eq(await a.call("memory", command="view", path="/memories/../etc/passwd"),
+       ("Path /memories/../etc/passwd would escape /memories directory", True))
+    # The memory is an ordinary workspace file.
+    eq(await a.ok("read_file", path="memories/me.md"), "likes: coffee\n")
+
+
 async def http_mode(args):
     url = f"{args.base}/mcp"
 
@@ -179,6 +199,7 @@ async def http_mode(args):
             await tool_list(s)
             a = Agent(s)
             await every_tool(a)
+            await memory_tool(a)
             # Writes through MCP are versions on the HTTP API, and redacted (WSR-1).
             secret = "AKIAIOSFODNN7EXAMPLE"
             w = await a.ok("write_file", path="mem/keys.env", content=f"aws={secret}\n")
@@ -219,6 +240,11 @@ async def http_mode(args):
                                 ("delete_file", {"path": "README.md"}), ("move_file", {"source": "README.md", "destination": "r.md"}),
                                 ("edit_file", {"path": "README.md", "old_text": "TODO", "new_text": "x"})]:
                 check("workspace:write" in await r.err(tool, **targs), tool)
+            for margs in [{"command": "create", "path": "/memories/ro.md", "file_text": "x"},
+                          {"command": "delete", "path": "/memories/me.md"}]:
+                text, err = await r.call("memory", **margs)
+                check(err and "workspace:write" in text, f"memory {margs}: {text}")
+            eq((await r.call("memory", command="view", path="/memories/me.md"))[1], False, "read-only views")
             check("TODO one" in await r.ok("read_file", path="README.md"), "unchanged")
 
 
@@ -230,6 +256,7 @@ async def stdio_mode(args):
         eq(init.server_info.name, "workspace-tool")
         await tool_list(s)
         await every_tool(Agent(s))
+        await memory_tool(Agent(s))
     # The high-level Client probes the 2026-07-28 `server/discover` first ("auto" mode) and
     # falls back to the initialize handshake, which this server speaks.
     async with Client(params) as c:

@@ -533,6 +533,23 @@ fn script() -> Vec<Step> {
         |st| st.expect(Expect::Envelope(404, "not_found")),
     );
 
+    s.section("contract: memory tool");
+    s.add("memory-create", "POST", "/v1/host/workspace/memory", |st| {
+        st.json(
+            json!({"command": "create", "path": "/memories/parity.md", "file_text": "one\ntwo\n"}),
+        )
+        .expect(Expect::Status(200))
+    });
+    s.add("memory-edit", "POST", "/v1/host/workspace/memory", |st| {
+        st.json(json!({"command": "str_replace", "path": "/memories/parity.md", "old_str": "two", "new_str": "2"}))
+    });
+    s.add("memory-view", "POST", "/v1/host/workspace/memory", |st| {
+        st.json(json!({"command": "view", "path": "/memories"}))
+    });
+    s.add("memory-escape", "POST", "/v1/host/workspace/memory", |st| {
+        st.json(json!({"command": "view", "path": "/memories/%2e%2e/x"}))
+    });
+
     s.section("contract: run records");
     s.add("run-create", "POST", "/v1/runs", |st| {
         st.json(json!({"workflowId": "parity-noop"}))

@@ -16,6 +16,7 @@ pub mod hostile;
 pub mod isolation;
 pub mod limits;
 pub mod mcp;
+pub mod memory;
 pub mod pins;
 pub mod protocol;
 pub mod redaction;
@@ -69,6 +70,9 @@ macro_rules! contract_tests {
             snapshots::snapshots_expire_and_release_their_versions,
             snapshots::unknown_and_foreign_snapshot_ids_are_404,
             runs::a_run_holds_the_workspace_as_it_started,
+            memory::memory_commands_answer_like_the_reference_implementation,
+            memory::memories_stay_in_their_workspace_and_read_only_keys_change_nothing,
+            memory::concurrent_memory_edits_are_never_lost,
             runs::runs_are_listed_newest_first_a_page_at_a_time,
             runs::runs_are_scoped_and_expire_with_their_snapshot,
             pins::snapshots_taken_during_pruning_writes_stay_readable,

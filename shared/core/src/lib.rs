@@ -8,6 +8,7 @@ pub mod error;
 pub mod events;
 pub mod keys;
 pub mod limits;
+pub mod memory;
 pub mod model;
 pub mod path;
 pub mod ports;

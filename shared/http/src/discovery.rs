@@ -90,6 +90,7 @@ pub const MCP_TOOLS: &[&str] = &[
     "move_file",
     "edit_file",
     "grep",
+    "memory",
 ];
 
 /// The MCP server: where (absolute where the public URL is known), how, which versions and

@@ -12,6 +12,7 @@ pub mod envelope;
 pub mod events;
 pub mod files;
 pub mod handler;
+pub mod memory;
 pub mod request;
 pub mod routes;
 pub mod runs;

@@ -16,6 +16,8 @@ pub enum Route {
     Mcp,
     /// The MCP function's own health document (`service: workspace-tool`).
     McpHealth,
+    /// One call of Claude's memory tool (served with MCP: the agent-tool function).
+    Memory,
     CacheGet,
     CachePut,
     CacheDelete,
@@ -143,6 +145,12 @@ pub const ROUTES: &[RouteSpec] = &[
         method: Method::GET,
         pattern: "/mcp/health",
         route: Route::McpHealth,
+        function: "mcp",
+    },
+    RouteSpec {
+        method: Method::POST,
+        pattern: "/v1/host/workspace/memory",
+        route: Route::Memory,
         function: "mcp",
     },
     // RFC 0019: the cache in its own function, blobs in theirs (see README, "Blob storage").

@@ -14,17 +14,33 @@ use workspace_http::routes::Route;
 use workspace_http::{Call, Routes};
 
 /// The MCP endpoint and its health document, wherever MCP is served.
-pub const ROUTES: Routes = &[(Route::Mcp, mcp_post), (Route::McpHealth, mcp_health)];
+pub const ROUTES: Routes = &[
+    (Route::Mcp, mcp_post),
+    (Route::McpHealth, mcp_health),
+    (Route::Memory, memory_post),
+];
 /// The `mcp` Lambda function also answers `GET /health` with its own document, so a probe
 /// of that function (Function URL, `sam local invoke`) finds it alive.
 pub const FUNCTION_ROUTES: Routes = &[
     (Route::Mcp, mcp_post),
     (Route::McpHealth, mcp_health),
+    (Route::Memory, memory_post),
     (Route::Health, mcp_health),
 ];
 
 fn mcp_health(_: Call<'_>) -> workspace_http::Reply<'_> {
     Box::pin(async { Ok(health()) })
+}
+
+/// Claude's memory tool over HTTP: the same commands as the `memory` MCP tool.
+fn memory_post(c: Call<'_>) -> workspace_http::Reply<'_> {
+    Box::pin(async move {
+        let who = c.identify().await?;
+        if c.body.len() > c.app.max_file_request_bytes() {
+            return Ok(c.app.body_too_large());
+        }
+        workspace_http::memory::post(c.app.files()?, &who, c.body).await
+    })
 }
 
 fn mcp_post(c: Call<'_>) -> workspace_http::Reply<'_> {

@@ -31,7 +31,8 @@ pub fn files(
     .with_redactor(s.redactor.clone())
     .with_secrets(secrets)
     .with_snapshot_ttl_ms(s.snapshot_ttl_ms)
-    .with_upload_url_seconds(s.upload_url_seconds);
+    .with_upload_url_seconds(s.upload_url_seconds)
+    .with_memory_prefix(s.memory_prefix.clone());
     match &s.session_token_key {
         Some(key) => service.with_token_key(key.clone()),
         None => service,

@@ -126,6 +126,9 @@ pub struct ClaimNames {
 #[derive(Clone)]
 pub struct Settings {
     pub limits: Limits,
+    /// `WORKSPACE_MEMORY_PREFIX` (default `memories`): where the memory tool's `/memories`
+    /// lives in each workspace.
+    pub memory_prefix: workspace_core::FilePath,
     pub redactor: Redactor,
     /// `WORKSPACE_SNAPSHOT_TTL_SECONDS`, in ms.
     pub snapshot_ttl_ms: i64,
@@ -178,7 +181,16 @@ impl Settings {
                 ))
             }
         };
+        let memory_text = or(
+            "WORKSPACE_MEMORY_PREFIX",
+            workspace_core::memory::DEFAULT_MEMORY_PREFIX,
+        );
+        let memory_prefix = workspace_core::FilePath::parse(memory_text.trim_end_matches('/'))
+            .map_err(|e| {
+                format!("WORKSPACE_MEMORY_PREFIX must be a workspace path like 'memories': {e}")
+            })?;
         Ok(Self {
+            memory_prefix,
             limits: e(limits_from_env(&get))?,
             redactor: e(redactor_from_env(&get))?,
             snapshot_ttl_ms: e(snapshot_ttl_ms_from_env(&get))?,

@@ -110,6 +110,8 @@ pub struct WorkspaceService {
     /// store keeps one (every commit checks the epoch, so a stale entry is never used).
     secrets_cache:
         std::sync::Mutex<std::collections::HashMap<TenantId, (Vec<RegisteredSecret>, u64)>>,
+    /// Where the memory tool's `/memories` lives in the workspace (`crate::memory`).
+    memory_prefix: String,
 }
 
 /// The live head, if the path has one.
@@ -232,7 +234,19 @@ impl WorkspaceService {
             upload_url_seconds: DEFAULT_UPLOAD_URL_SECONDS,
             token_key: crate::sessions::token::TokenKey::random(),
             secrets_cache: std::sync::Mutex::default(),
+            memory_prefix: crate::memory::DEFAULT_MEMORY_PREFIX.to_owned(),
         }
+    }
+
+    /// Where the memory tool keeps `/memories` (`WORKSPACE_MEMORY_PREFIX`, default
+    /// `memories`).
+    pub fn with_memory_prefix(mut self, prefix: FilePath) -> Self {
+        self.memory_prefix = prefix.as_str().to_owned();
+        self
+    }
+
+    pub fn memory_prefix(&self) -> &str {
+        &self.memory_prefix
     }
 
     /// The key paging tokens are signed with; every process of a deployment needs the same

@@ -119,6 +119,23 @@ pub fn definitions() -> Vec<Value> {
             }),
             &["pattern"],
         ),
+        tool(
+            "memory",
+            "Claude's memory tool (memory_20250818) on this workspace's /memories directory: the same commands, parameters and answers. Memories are workspace files under the memory prefix, versioned like every file.",
+            json!({
+                "command": { "type": "string", "enum": ["view", "create", "str_replace", "insert", "delete", "rename"] },
+                "path": { "type": "string", "description": "A path under /memories (view, create, str_replace, insert, delete)" },
+                "view_range": { "type": "array", "items": { "type": "integer" }, "description": "view: [first, last] line, 1-based, -1 = to the end" },
+                "file_text": { "type": "string", "description": "create: the file's text" },
+                "old_str": { "type": "string", "description": "str_replace: text that occurs exactly once" },
+                "new_str": { "type": "string", "description": "str_replace: its replacement" },
+                "insert_line": { "type": "integer", "description": "insert: the line after which to insert (0 = before the first)" },
+                "insert_text": { "type": "string", "description": "insert: the text to insert" },
+                "old_path": { "type": "string", "description": "rename: the file or directory to rename" },
+                "new_path": { "type": "string", "description": "rename: its new path" },
+            }),
+            &["command"],
+        ),
     ]
 }
 

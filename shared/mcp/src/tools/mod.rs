@@ -120,6 +120,24 @@ fn require_write(ws: &Workspace<'_>) -> Result<(), ToolOutput> {
     }
 }
 
+/// Claude's memory tool: its own answers (no `Error:` prefix: the reference texts).
+async fn memory(ws: &Workspace<'_>, args: &Map<String, Value>) -> Outcome {
+    use workspace_core::memory::{execute, MemoryCommand};
+    let command = MemoryCommand::parse(&Value::Object(args.clone()))
+        .map_err(|a| ToolOutput::error(a.content))?;
+    require_read(ws)?;
+    if command.changes() {
+        require_write(ws)?;
+    }
+    let answer = execute(ws.service, ws.who, &command)
+        .await
+        .map_err(|e| from_domain(e, "/memories"))?;
+    Ok(ToolOutput {
+        text: answer.content,
+        is_error: answer.is_error,
+    })
+}
+
 /// Whether `name` is one of the tools.
 pub fn exists(name: &str) -> bool {
     TOOL_NAMES.contains(&name)
@@ -133,6 +151,7 @@ pub async fn call(ws: &Workspace<'_>, name: &str, args: &Map<String, Value>) -> 
         "get_file_info" => read::get_file_info(ws, args).await,
         "search_files" => search::search_files(ws, args).await,
         "grep" => search::grep(ws, args).await,
+        "memory" => memory(ws, args).await,
         "write_file" => write::write_file(ws, args).await,
         "create_directory" => write::create_directory(ws, args).await,
         "delete_file" => write::delete_file(ws, args).await,
