@@ -520,6 +520,18 @@ fn script() -> Vec<Step> {
         &format!("{today}?snapshot={snap}"),
         |st| st.expect(Expect::FileContent(b"hello".to_vec())),
     );
+    s.add("snapshot-list-all", "GET", "/v1/host/workspace/snapshots", |st| {
+        st.expect(Expect::Status(200))
+    });
+    s.add(
+        "snapshot-rollback-none",
+        "POST",
+        &format!("/v1/host/workspace/snapshots/{snap}/restore"),
+        |st| {
+            st.json(json!({"paths": ["nothing/**"]}))
+                .expect(Expect::Status(200))
+        },
+    );
     s.add(
         "snapshot-delete",
         "DELETE",

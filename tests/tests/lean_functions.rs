@@ -1,5 +1,5 @@
 //! Each Lambda function depends on the AWS SDKs its IAM policy lets it call, and on nothing
-//! it does not serve: no SDK without a grant (`fn-snapshots` has no S3), no embedded store,
+//! it does not serve: no SDK without a grant (`fn-delete` has no S3), no embedded store,
 //! no MCP outside `fn-mcp`. Read from `cargo tree` (what the function's own features pull
 //! in) and template.yaml (what the function's role may do).
 
@@ -117,6 +117,6 @@ fn each_function_carries_only_the_sdks_its_role_may_call() {
             "{binary}: MCP only in fn-mcp"
         );
     }
-    // The example the issue names.
-    assert!(!tree("fn-snapshots").contains("aws-sdk-s3"));
+    // A function whose role holds no S3 right links no S3 client.
+    assert!(!tree("fn-delete").contains("aws-sdk-s3"));
 }

@@ -1,5 +1,5 @@
-//! The 'snapshots' function: create, read and delete run snapshots (pins on heads,
-//! snapshot records). DynamoDB only.
+//! The 'snapshots' function: run snapshots, checkpoints and run records (pins on heads,
+//! snapshot records), and the S3 copies a kept checkpoint holds.
 
 use workspace_http::serve;
 
@@ -7,7 +7,7 @@ use workspace_http::serve;
 async fn main() -> Result<(), lambda_http::Error> {
     let aws = workspace_lambda::start().await?;
     let s = &aws.settings;
-    let files = aws.metadata_files()?;
+    let files = aws.files()?;
     let app = workspace_lambda::app(s)
         .with_registry(aws.registry()?)
         .with_files(files)

@@ -31,7 +31,7 @@ use workspace_core::model::{
     BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{
-    BodyInventory, BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged,
+    BodyInventory, BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged, StoredRecord,
 };
 use workspace_core::service::sweep::referenced_bodies;
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
@@ -152,6 +152,18 @@ impl MetaStore for FaultyMeta {
     }
     async fn delete_snapshot(&self, s: &Scope, id: &str) -> Result<bool> {
         self.1.step(self.0.delete_snapshot(s, id)).await
+    }
+    async fn put_record(
+        &self,
+        s: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()> {
+        self.1.step(self.0.put_record(s, kind, key, record)).await
+    }
+    async fn record(&self, s: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
+        self.1.step(self.0.record(s, kind, key)).await
     }
     async fn list_snapshots(
         &self,

@@ -6,6 +6,7 @@
 pub mod binary;
 pub mod blob;
 pub mod cache;
+pub mod checkpoints;
 pub mod concurrency;
 pub mod event_schema;
 pub mod faults;
@@ -70,6 +71,9 @@ macro_rules! contract_tests {
             snapshots::snapshots_expire_and_release_their_versions,
             snapshots::unknown_and_foreign_snapshot_ids_are_404,
             runs::a_run_holds_the_workspace_as_it_started,
+            checkpoints::checkpoints_are_labelled_listed_and_kept,
+            checkpoints::rollback_writes_back_deletes_and_leaves_alone,
+            checkpoints::rollback_honours_idempotency_keys,
             memory::memory_commands_answer_like_the_reference_implementation,
             memory::memories_stay_in_their_workspace_and_read_only_keys_change_nothing,
             memory::concurrent_memory_edits_are_never_lost,

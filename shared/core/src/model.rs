@@ -67,7 +67,17 @@ pub struct Snapshot {
     /// Set on a run record's snapshot (`service/runs.rs`): the workflow the run is of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_id: Option<String>,
+    /// A checkpoint's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Kept until deleted (`expires_at` is [`NEVER`]); its files hold their own copies of
+    /// the bodies (`SnapshotFile::kept`), so no retention rule of any store can take them.
+    #[serde(default)]
+    pub keep: bool,
 }
+
+/// The expiry of what never expires.
+pub const NEVER: Millis = Millis::MAX;
 
 /// A snapshot record without its file list, as a listing returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +86,8 @@ pub struct SnapshotInfo {
     pub created_at: Millis,
     pub expires_at: Millis,
     pub workflow_id: Option<String>,
+    pub label: Option<String>,
+    pub keep: bool,
 }
 
 impl Snapshot {
@@ -85,6 +97,8 @@ impl Snapshot {
             created_at: self.created_at,
             expires_at: self.expires_at,
             workflow_id: self.workflow_id.clone(),
+            label: self.label.clone(),
+            keep: self.keep,
         }
     }
 }
@@ -99,6 +113,12 @@ pub struct SnapshotFile {
     pub size: u64,
     pub content_type: String,
     pub updated_at: Millis,
+    /// The content's SHA-256 (empty in records written before it was kept).
+    #[serde(default)]
+    pub sha256: String,
+    /// A kept snapshot's own copy of the body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<BodyRef>,
 }
 
 impl SnapshotFile {
@@ -201,6 +221,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 pub fn make_etag(lineage: &str, version: u64, content_sha256: &str) -> String {
     let digest = Sha256::digest(format!("{lineage}\n{version}\n{content_sha256}").as_bytes());
     format!("\"{version}-{}\"", &hex::encode(digest)[..20])
+}
+
+/// An RFC 3339 timestamp (any offset) as Unix milliseconds; `None` if it is not one.
+pub fn parse_time(s: &str) -> Option<Millis> {
+    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()?;
+    Millis::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
 }
 
 /// RFC 3339 UTC with milliseconds, as every timestamp on the wire is written.

@@ -75,6 +75,14 @@ pub struct Commit {
     pub secrets_epoch: Option<SecretsEpoch>,
 }
 
+/// A small record a service keeps (see [`MetaStore::put_record`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StoredRecord {
+    /// JSON.
+    pub value: String,
+    pub expires_at: Millis,
+}
+
 /// A tenant's registered secrets, as of one epoch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretsEpoch {
@@ -150,6 +158,17 @@ pub trait MetaStore: Send + Sync {
     async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>>;
     /// Removes a snapshot record; `false` when there was none.
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool>;
+    /// Stores a small record: `kind` names its family (a restore's report under its
+    /// Idempotency-Key), `key` the record; any with the same kind and key is replaced.
+    async fn put_record(
+        &self,
+        scope: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()>;
+    /// A record (expired or not: the service judges its age).
+    async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>>;
     /// Snapshot records of the scope whose ids start with `id_prefix`, in descending id
     /// order, only ids below `before` when given, `limit` at most; expired or not (the
     /// service judges). Without their file lists, so a page stays small.

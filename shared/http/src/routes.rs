@@ -30,7 +30,10 @@ pub enum Route {
     RestoreVersion,
     Diff,
     CreateSnapshot,
+    ListSnapshots,
     GetSnapshot,
+    /// Roll the workspace back to a snapshot.
+    RestoreSnapshot,
     DeleteSnapshot,
     /// Run records (RFC 0059 §D): a run is a snapshot that names its workflow.
     CreateRun,
@@ -223,12 +226,19 @@ pub const ROUTES: &[RouteSpec] = &[
         route: Route::Diff,
         function: "get",
     },
-    // Snapshots touch DynamoDB only (pins on heads, snapshot records): their own function
-    // with no S3 rights at all. Reads through a snapshot go to `list` and `get`.
+    // Snapshots, checkpoints and run records (pins on heads, snapshot records, a kept
+    // checkpoint's copies): their own function. Reads through a snapshot go to `list` and
+    // `get`.
     RouteSpec {
         method: Method::POST,
         pattern: SNAPSHOTS,
         route: Route::CreateSnapshot,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: SNAPSHOTS,
+        route: Route::ListSnapshots,
         function: "snapshots",
     },
     RouteSpec {
@@ -241,6 +251,12 @@ pub const ROUTES: &[RouteSpec] = &[
         method: Method::DELETE,
         pattern: SNAPSHOT,
         route: Route::DeleteSnapshot,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::POST,
+        pattern: "/v1/host/workspace/snapshots/{id}/restore",
+        route: Route::RestoreSnapshot,
         function: "snapshots",
     },
     RouteSpec {

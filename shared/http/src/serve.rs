@@ -39,6 +39,8 @@ pub const DELETE: Routes = &[(Route::DeleteFile, delete_file)];
 /// `snapshots`: run snapshots and run records (DynamoDB only on AWS).
 pub const SNAPSHOTS: Routes = &[
     (Route::CreateSnapshot, create_snapshot),
+    (Route::ListSnapshots, list_snapshots),
+    (Route::RestoreSnapshot, restore_snapshot),
     (Route::GetSnapshot, get_snapshot),
     (Route::DeleteSnapshot, delete_snapshot),
     (Route::CreateRun, create_run),
@@ -159,7 +161,7 @@ fn diff(c: Call<'_>) -> Reply<'_> {
 fn create_snapshot(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.writer().await?;
-        snapshots::create(c.app.files()?, &who).await
+        snapshots::create(c.app.files()?, &who, c.body).await
     })
 }
 
@@ -167,6 +169,20 @@ fn workspace_events(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.reader().await?;
         crate::events::open(c.app, &who, c.parts).await
+    })
+}
+
+fn restore_snapshot(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        snapshots::restore(c.app.files()?, &who, c.parts, c.tail, c.body).await
+    })
+}
+
+fn list_snapshots(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        snapshots::list(c.app.files()?, &who, c.parts).await
     })
 }
 

@@ -32,7 +32,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_dynamodb::Client;
 use workspace_core::model::{Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord};
-use workspace_core::ports::{Commit, CommitOutcome, Expect, MetaStore};
+use workspace_core::ports::{Commit, CommitOutcome, Expect, MetaStore, StoredRecord};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
 /// How long an idempotency record lives before DynamoDB TTL may remove it (seconds).
@@ -420,6 +420,20 @@ impl MetaStore for DynamoMeta {
 
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
         self.delete_snapshot_item(scope, id).await
+    }
+
+    async fn put_record(
+        &self,
+        scope: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()> {
+        self.put_record_item(scope, kind, key, record).await
+    }
+
+    async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
+        self.get_record_item(scope, kind, key).await
     }
 
     async fn list_snapshots(

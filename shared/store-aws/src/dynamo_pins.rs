@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{
 };
 use std::collections::HashMap;
 use workspace_core::model::{Pin, Snapshot, SnapshotInfo, VersionRecord};
-use workspace_core::ports::Expect;
+use workspace_core::ports::{Expect, StoredRecord};
 use workspace_core::{FilePath, Result, Scope};
 
 impl DynamoMeta {
@@ -178,6 +178,44 @@ impl DynamoMeta {
             .transpose()
     }
 
+    pub(crate) async fn put_record_item(
+        &self,
+        scope: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(keys::partition(scope)))
+            .item("sk", s(keys::record_sk(kind, key)))
+            .item("value", s(&record.value))
+            .item("expiresAtMs", items::n(record.expires_at))
+            .item("expiresAt", items::n(record.expires_at / 1000 + 1))
+            .send()
+            .await
+            .map_err(aws_err)?;
+        Ok(())
+    }
+
+    pub(crate) async fn get_record_item(
+        &self,
+        scope: &Scope,
+        kind: &str,
+        key: &str,
+    ) -> Result<Option<StoredRecord>> {
+        self.get_item(keys::partition(scope), keys::record_sk(kind, key))
+            .await?
+            .map(|i| {
+                Ok(StoredRecord {
+                    value: items::get_s(&i, "value")?,
+                    expires_at: items::get_n(&i, "expiresAtMs")?,
+                })
+            })
+            .transpose()
+    }
+
     /// Snapshot records by id, descending, without their file lists (projected away).
     pub(crate) async fn list_snapshot_items(
         &self,
@@ -204,7 +242,9 @@ impl DynamoMeta {
                 .expression_attribute_values(":pk", s(keys::partition(scope)))
                 .expression_attribute_values(":lo", s(&lo))
                 .expression_attribute_values(":hi", s(&hi))
-                .projection_expression("#id, createdAt, expiresAtMs, workflowId")
+                .projection_expression("#id, createdAt, expiresAtMs, workflowId, #label, #keep")
+                .expression_attribute_names("#label", "label")
+                .expression_attribute_names("#keep", "keep")
                 .expression_attribute_names("#id", "id")
                 .scan_index_forward(false)
                 .limit(i32::try_from(limit + 1 - out.len()).unwrap_or(i32::MAX))

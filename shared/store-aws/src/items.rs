@@ -192,13 +192,22 @@ pub fn snapshot_item(scope: &Scope, pk: String, sk: String, snap: &Snapshot) -> 
     item.insert("id".into(), s(&snap.id));
     item.insert("createdAt".into(), n(snap.created_at));
     item.insert("expiresAtMs".into(), n(snap.expires_at));
-    item.insert("expiresAt".into(), n(snap.expires_at / 1000 + 1));
+    // A kept snapshot has no TTL attribute: DynamoDB never removes it.
+    if !snap.keep {
+        item.insert("expiresAt".into(), n(snap.expires_at / 1000 + 1));
+    }
     item.insert(
         "files".into(),
         s(serde_json::to_string(&snap.files).map_err(WorkspaceError::internal)?),
     );
     if let Some(w) = &snap.workflow_id {
         item.insert("workflowId".into(), s(w));
+    }
+    if let Some(l) = &snap.label {
+        item.insert("label".into(), s(l));
+    }
+    if snap.keep {
+        item.insert("keep".into(), AttributeValue::Bool(true));
     }
     Ok(item)
 }
@@ -209,10 +218,9 @@ pub fn snapshot_info_from(item: &Item) -> Result<SnapshotInfo> {
         id: get_s(item, "id")?,
         created_at: get_n(item, "createdAt")?,
         expires_at: get_n(item, "expiresAtMs")?,
-        workflow_id: item
-            .get("workflowId")
-            .map(|_| get_s(item, "workflowId"))
-            .transpose()?,
+        workflow_id: opt_s(item, "workflowId")?,
+        label: opt_s(item, "label")?,
+        keep: item.contains_key("keep") && get_bool(item, "keep")?,
     })
 }
 
@@ -222,9 +230,12 @@ pub fn snapshot_from(item: &Item) -> Result<Snapshot> {
         created_at: get_n(item, "createdAt")?,
         expires_at: get_n(item, "expiresAtMs")?,
         files: serde_json::from_str(&get_s(item, "files")?).map_err(|_| bad("files"))?,
-        workflow_id: item
-            .get("workflowId")
-            .map(|_| get_s(item, "workflowId"))
-            .transpose()?,
+        workflow_id: opt_s(item, "workflowId")?,
+        label: opt_s(item, "label")?,
+        keep: item.contains_key("keep") && get_bool(item, "keep")?,
     })
+}
+
+fn opt_s(item: &Item, k: &str) -> Result<Option<String>> {
+    item.get(k).map(|_| get_s(item, k)).transpose()
 }

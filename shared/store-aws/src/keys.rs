@@ -30,6 +30,11 @@ pub fn version_sk(path: &str, seq: u64) -> String {
 }
 
 /// Sort key of a snapshot record.
+/// A service's small record (`MetaStore::put_record`).
+pub fn record_sk(kind: &str, key: &str) -> String {
+    format!("rec#{kind}#{key}")
+}
+
 pub fn snapshot_sk(id: &str) -> String {
     format!("snap#{id}")
 }

@@ -34,7 +34,7 @@ use workspace_core::model::{
     BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{
-    BodyStore, Commit, CommitOutcome, Expect, IdSource, MetaStore, RandomIds, Staged,
+    BodyStore, Commit, CommitOutcome, Expect, IdSource, MetaStore, RandomIds, Staged, StoredRecord,
 };
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
@@ -47,6 +47,8 @@ const IDEMPOTENCY: TableDefinition<&str, &[u8]> = TableDefinition::new("idempote
 const LIVE_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("live_counts");
 const BODIES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("bodies");
 const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");
+/// Services' small records (`MetaStore::put_record`): `<scope prefix><kind>/<key>` → JSON.
+const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
 pub(crate) const STAGED: TableDefinition<&str, &[u8]> = TableDefinition::new("staged");
 
 /// The database file's name inside the data directory.
@@ -115,6 +117,7 @@ impl EmbeddedStore {
         txn.open_table(BODIES).map_err(db_err)?;
         capabilities::create_tables(&txn)?;
         txn.open_table(SNAPSHOTS).map_err(db_err)?;
+        txn.open_table(RECORDS).map_err(db_err)?;
         txn.open_table(STAGED).map_err(db_err)?;
         sessions::create_tables(&txn)?;
         outbox::create_tables(&txn)?;
@@ -414,6 +417,31 @@ impl MetaStore for EmbeddedStore {
     async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
         let key = format!("{}{id}", scope.key_prefix());
         self.get_json(SNAPSHOTS, key).await
+    }
+
+    async fn put_record(
+        &self,
+        scope: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()> {
+        let id = format!("{}{kind}/{key}", scope.key_prefix());
+        let value = encode(record)?;
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            {
+                let mut t = txn.open_table(RECORDS).map_err(db_err)?;
+                t.insert(id.as_str(), value.as_slice()).map_err(db_err)?;
+            }
+            txn.commit().map_err(db_err)
+        })
+        .await
+    }
+
+    async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
+        let id = format!("{}{kind}/{key}", scope.key_prefix());
+        self.get_json(RECORDS, id).await
     }
 
     async fn list_snapshots(

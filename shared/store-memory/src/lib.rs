@@ -14,7 +14,9 @@ use workspace_core::events::WorkspaceEvent;
 use workspace_core::model::{
     BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
-use workspace_core::ports::{BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged};
+use workspace_core::ports::{
+    BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged, StoredRecord,
+};
 use workspace_core::secrets::{SecretRecord, SecretStore};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, TenantId, WorkspaceError};
 
@@ -24,6 +26,7 @@ struct ScopeState {
     versions: BTreeMap<(String, u64), VersionRecord>,
     idempotency: HashMap<String, IdempotencyRecord>,
     snapshots: HashMap<String, Snapshot>,
+    records: HashMap<(String, String), StoredRecord>,
     live: u64,
 }
 
@@ -208,6 +211,26 @@ impl MetaStore for MemoryMeta {
             .lock()?
             .get_mut(scope)
             .is_some_and(|s| s.snapshots.remove(id).is_some()))
+    }
+
+    async fn put_record(
+        &self,
+        scope: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()> {
+        let mut guard = self.lock()?;
+        let records = &mut guard.entry(scope.clone()).or_default().records;
+        records.insert((kind.to_owned(), key.to_owned()), record.clone());
+        Ok(())
+    }
+
+    async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
+        Ok(self
+            .lock()?
+            .get(scope)
+            .and_then(|s| s.records.get(&(kind.to_owned(), key.to_owned())).cloned()))
     }
 
     async fn list_snapshots(

@@ -49,6 +49,7 @@ mod history;
 mod local_urls;
 mod pins;
 mod read;
+mod restore;
 mod runs;
 mod snapshots;
 pub mod sweep;
@@ -58,8 +59,12 @@ mod write;
 pub use downloads::FileRead;
 pub use history::{Diff, VersionPage};
 pub use local_urls::{SIGNED_BODY_PREFIX, SIGNED_UPLOAD_PREFIX};
+pub use restore::{RestoreReport, RestoreRequest, Since, MAX_RESTORE_GLOBS};
 pub use runs::{RunPage, MAX_RUNS_PAGE, MAX_WORKFLOW_ID_LEN, RUN_ID_PREFIX};
-pub use snapshots::{DEFAULT_SNAPSHOT_TTL_MS, MAX_SNAPSHOT_RECORD_BYTES};
+pub use snapshots::{
+    SnapshotOptions, DEFAULT_SNAPSHOT_TTL_MS, MAX_SNAPSHOTS_PAGE, MAX_SNAPSHOT_RECORD_BYTES,
+    SNAPSHOT_ID_PREFIX,
+};
 pub use uploads::{
     UploadCommit, UploadRequest, UploadTicket, COMMIT_WINDOW_MS, DEFAULT_UPLOAD_URL_SECONDS,
     LATE_UPLOAD_TOLERANCE_MS, MAX_UPLOAD_URL_SECONDS, STAGED_MAX_AGE_MS,

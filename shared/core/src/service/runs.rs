@@ -48,7 +48,7 @@ impl WorkspaceService {
     pub async fn create_run(&self, who: &Identity, workflow_id: &str) -> Result<Snapshot> {
         check_workflow_id(workflow_id)?;
         let id = run_id(self.clock.now_ms(), &self.ids.new_id());
-        self.take_snapshot(who, id, Some(workflow_id.to_owned()))
+        self.take_snapshot(who, id, Some(workflow_id.to_owned()), Default::default())
             .await
     }
 

@@ -23,7 +23,7 @@
 
 use super::pins::{end_pins, pin_file, Window, PIN_ATTEMPTS};
 use super::*;
-use crate::model::{Snapshot, SnapshotFile};
+use crate::model::{Snapshot, SnapshotFile, SnapshotInfo, NEVER};
 
 /// Default life of a snapshot: 7 days.
 pub const DEFAULT_SNAPSHOT_TTL_MS: Millis = 7 * 24 * 60 * 60 * 1000;
@@ -33,6 +33,8 @@ const MAX_PINS_PER_FILE: usize = 100;
 pub const MAX_SNAPSHOT_RECORD_BYTES: usize = 350_000;
 /// Files pinned side by side.
 const PIN_CONCURRENCY: usize = 16;
+/// Largest page of a snapshot listing, and its default.
+pub const MAX_SNAPSHOTS_PAGE: usize = 100;
 
 /// Accepted snapshot ids: what `IdSource` hands out (hex), bounded.
 fn check_id(id: &str) -> Result<()> {
@@ -50,6 +52,13 @@ fn check_id(id: &str) -> Result<()> {
     }
 }
 
+fn pinned_body_missing(id: &str, f: &SnapshotFile) -> WorkspaceError {
+    WorkspaceError::internal(format!(
+        "version item {} of {} pinned by snapshot {id} is missing",
+        f.seq, f.path
+    ))
+}
+
 fn unknown(id: &str) -> WorkspaceError {
     WorkspaceError::not_found(format!(
         "no snapshot {id} in this workspace (or it expired)"
@@ -65,12 +74,42 @@ fn snapshot_file(h: &Head) -> SnapshotFile {
         size: h.size,
         content_type: h.content_type.clone(),
         updated_at: h.updated_at,
+        sha256: h.sha256.clone(),
+        kept: None,
     }
+}
+
+/// What a plain snapshot's id starts with (runs' start with `run_`): creation time first,
+/// so a listing is a range read, newest first.
+pub const SNAPSHOT_ID_PREFIX: &str = "s";
+/// Longest checkpoint label.
+pub const MAX_LABEL_LEN: usize = 128;
+
+/// How a snapshot is taken: a checkpoint has a label, and may be kept until deleted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapshotOptions {
+    pub label: Option<String>,
+    pub keep: bool,
+}
+
+fn check_label(label: &str) -> Result<()> {
+    if label.is_empty() || label.len() > MAX_LABEL_LEN || label.chars().any(char::is_control) {
+        return Err(WorkspaceError::validation(format!(
+            "label must be 1-{MAX_LABEL_LEN} bytes of text without control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Where a kept snapshot's copy of a file's body lives: beside the file bodies, never
+/// taken for one (the sweeper and retention only look under `files/`).
+fn kept_key(scope: &Scope, id: &str, path: &str) -> String {
+    format!("{}kept/{id}/{path}", scope.key_prefix())
 }
 
 impl WorkspaceService {
     /// Every live head of the scope, sorted by path.
-    async fn all_live(&self, scope: &Scope) -> Result<Vec<Head>> {
+    pub(super) async fn all_live(&self, scope: &Scope) -> Result<Vec<Head>> {
         let mut out: Vec<Head> = Vec::new();
         loop {
             let after = out.last().map(|h| FilePath::parse(&h.path)).transpose()?;
@@ -93,7 +132,25 @@ impl WorkspaceService {
 
     /// Takes a snapshot of every live file.
     pub async fn create_snapshot(&self, who: &Identity) -> Result<Snapshot> {
-        self.take_snapshot(who, self.ids.new_id(), None).await
+        self.create_checkpoint(who, SnapshotOptions::default())
+            .await
+    }
+
+    /// Takes a snapshot of every live file, labelled and kept as `options` say.
+    pub async fn create_checkpoint(
+        &self,
+        who: &Identity,
+        options: SnapshotOptions,
+    ) -> Result<Snapshot> {
+        if let Some(label) = &options.label {
+            check_label(label)?;
+        }
+        let id = format!(
+            "{SNAPSHOT_ID_PREFIX}{:013}-{}",
+            self.clock.now_ms(),
+            self.ids.new_id()
+        );
+        self.take_snapshot(who, id, None, options).await
     }
 
     /// Takes snapshot `id` of every live file (a run's, when `workflow_id` is given).
@@ -102,13 +159,23 @@ impl WorkspaceService {
         who: &Identity,
         id: String,
         workflow_id: Option<String>,
+        options: SnapshotOptions,
     ) -> Result<Snapshot> {
         let scope = &who.scope;
         let now = self.clock.now_ms();
         let until = now.saturating_add(self.snapshot_ttl_ms);
         let heads = self.all_live(scope).await?;
         // The record is one item on DynamoDB (400 KB): refuse before pinning anything.
-        let listed: Vec<SnapshotFile> = heads.iter().map(snapshot_file).collect();
+        let mut listed: Vec<SnapshotFile> = heads.iter().map(snapshot_file).collect();
+        if options.keep {
+            // Room for each file's copy, as it will be recorded.
+            for f in &mut listed {
+                f.kept = Some(BodyRef {
+                    key: kept_key(scope, &id, &f.path),
+                    version_id: "0".repeat(64),
+                });
+            }
+        }
         let record_bytes = serde_json::to_vec(&listed).map_or(usize::MAX, |v| v.len());
         if record_bytes > MAX_SNAPSHOT_RECORD_BYTES {
             return Err(WorkspaceError::TooLarge {
@@ -186,15 +253,74 @@ impl WorkspaceService {
             }
         }
         files.sort_by(|a, b| a.path.cmp(&b.path));
+        if options.keep {
+            // The pins hold the versions while they are copied; the copies then hold them
+            // for as long as the snapshot lives, whatever any store's retention does.
+            if let Err(e) = self.keep_copies(scope, &id, &mut files).await {
+                self.drop_copies(&files).await;
+                return Err(e);
+            }
+        }
         let snapshot = Snapshot {
             id,
             created_at: now,
-            expires_at: until,
+            expires_at: if options.keep { NEVER } else { until },
             files,
             workflow_id,
+            label: options.label,
+            keep: options.keep,
         };
-        self.meta.put_snapshot(scope, &snapshot).await?;
+        if let Err(e) = self.meta.put_snapshot(scope, &snapshot).await {
+            self.drop_copies(&snapshot.files).await;
+            return Err(e);
+        }
         Ok(snapshot)
+    }
+
+    /// Copies each pinned body to the snapshot's own key, one at a time.
+    async fn keep_copies(&self, scope: &Scope, id: &str, files: &mut [SnapshotFile]) -> Result<()> {
+        for f in files.iter_mut() {
+            let bytes = self.snapshot_bytes(scope, id, f).await?;
+            let key = kept_key(scope, id, &f.path);
+            f.kept = Some(self.bodies.put(&key, bytes, &f.content_type).await?);
+        }
+        Ok(())
+    }
+
+    /// Removes a kept snapshot's copies (best effort: each is under the scope's prefix, so
+    /// erasing the workspace removes any left).
+    async fn drop_copies(&self, files: &[SnapshotFile]) {
+        for body in files.iter().filter_map(|f| f.kept.as_ref()) {
+            if let Err(e) = self.bodies.delete(body).await {
+                tracing::warn!(error = %e, key = %body.key, "kept copy not removed");
+            }
+        }
+    }
+
+    /// Live checkpoints (plain snapshots, not runs) of this scope, newest first, `limit` at
+    /// most (default and cap [`MAX_SNAPSHOTS_PAGE`]), those taken before `before`.
+    pub async fn list_checkpoints(
+        &self,
+        scope: &Scope,
+        limit: Option<usize>,
+        before: Option<&str>,
+    ) -> Result<(Vec<SnapshotInfo>, Option<String>)> {
+        let limit = crate::limits::page_limit(limit, MAX_SNAPSHOTS_PAGE, MAX_SNAPSHOTS_PAGE)?;
+        if let Some(b) = before {
+            check_id(b)?;
+        }
+        let page = self
+            .meta
+            .list_snapshots(scope, SNAPSHOT_ID_PREFIX, before, limit)
+            .await?;
+        let next = (page.len() == limit)
+            .then(|| page.last().map(|s| s.id.clone()))
+            .flatten();
+        let now = self.clock.now_ms();
+        Ok((
+            page.into_iter().filter(|s| s.expires_at > now).collect(),
+            next,
+        ))
     }
 
     /// A live snapshot of this scope; unknown, expired and other scopes' ids are 404.
@@ -213,6 +339,7 @@ impl WorkspaceService {
         if !self.meta.delete_snapshot(&who.scope, id).await? {
             return Err(unknown(id));
         }
+        self.drop_copies(&snapshot.files).await;
         let now = self.clock.now_ms();
         let window = Window {
             max_versions: self.limits.max_versions,
@@ -305,21 +432,38 @@ impl WorkspaceService {
             .iter()
             .find(|f| f.path == path.as_str())
             .ok_or_else(|| WorkspaceError::not_found(format!("{path} is not in snapshot {id}")))?;
-        let gone = || {
-            WorkspaceError::internal(format!(
-                "version item {} of {path} pinned by snapshot {id} is missing",
-                file.seq
-            ))
-        };
-        let item = self
-            .meta
-            .version(scope, path, file.seq)
-            .await?
-            .ok_or_else(gone)?;
-        let body = item.body.ok_or_else(gone)?;
+        let body = self.snapshot_body(scope, id, file).await?;
         self.deliver(file.meta(), &body, allow_download)
             .await?
-            .ok_or_else(gone)
+            .ok_or_else(|| pinned_body_missing(id, file))
+    }
+
+    /// Where a snapshot file's content is: its kept copy, or the pinned version item's
+    /// body.
+    async fn snapshot_body(&self, scope: &Scope, id: &str, file: &SnapshotFile) -> Result<BodyRef> {
+        if let Some(kept) = &file.kept {
+            return Ok(kept.clone());
+        }
+        let path = FilePath::parse(&file.path)?;
+        self.meta
+            .version(scope, &path, file.seq)
+            .await?
+            .and_then(|item| item.body)
+            .ok_or_else(|| pinned_body_missing(id, file))
+    }
+
+    /// A snapshot file's content, whole.
+    pub(super) async fn snapshot_bytes(
+        &self,
+        scope: &Scope,
+        id: &str,
+        file: &SnapshotFile,
+    ) -> Result<Vec<u8>> {
+        let body = self.snapshot_body(scope, id, file).await?;
+        self.bodies
+            .get(&body)
+            .await?
+            .ok_or_else(|| pinned_body_missing(id, file))
     }
 }
 
