@@ -520,9 +520,12 @@ fn script() -> Vec<Step> {
         &format!("{today}?snapshot={snap}"),
         |st| st.expect(Expect::FileContent(b"hello".to_vec())),
     );
-    s.add("snapshot-list-all", "GET", "/v1/host/workspace/snapshots", |st| {
-        st.expect(Expect::Status(200))
-    });
+    s.add(
+        "snapshot-list-all",
+        "GET",
+        "/v1/host/workspace/snapshots",
+        |st| st.expect(Expect::Status(200)),
+    );
     s.add(
         "snapshot-rollback-none",
         "POST",
@@ -543,6 +546,20 @@ fn script() -> Vec<Step> {
         "GET",
         &format!("/v1/host/workspace/snapshots/{snap}"),
         |st| st.expect(Expect::Envelope(404, "not_found")),
+    );
+
+    s.section("contract: change log");
+    s.add(
+        "changes",
+        "GET",
+        "/v1/host/workspace/changes?limit=3",
+        |st| st.expect(Expect::Status(200)),
+    );
+    s.add(
+        "changes-bad",
+        "GET",
+        "/v1/host/workspace/changes?since=yesterday",
+        |st| st.expect(Expect::Envelope(400, "validation_error")),
     );
 
     s.section("contract: memory tool");

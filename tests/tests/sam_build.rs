@@ -26,7 +26,7 @@ fn sam_build_makes_arm64_bootstraps_for_an_s3_and_dynamodb_function_and_a_dynamo
         venv.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    for function in ["GetFunction", "SnapshotsFunction"] {
+    for function in ["GetFunction", "ListFunction"] {
         let out = Command::new(venv.join("sam"))
             .current_dir(root())
             .env("PATH", &path)

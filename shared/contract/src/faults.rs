@@ -153,6 +153,13 @@ impl MetaStore for FaultyMeta {
     async fn delete_snapshot(&self, s: &Scope, id: &str) -> Result<bool> {
         self.1.step(self.0.delete_snapshot(s, id)).await
     }
+    async fn list_changes(
+        &self,
+        s: &Scope,
+        q: &workspace_core::changes::ChangeQuery,
+    ) -> Result<workspace_core::changes::ChangePage> {
+        self.1.step(self.0.list_changes(s, q)).await
+    }
     async fn put_record(
         &self,
         s: &Scope,

@@ -6,6 +6,7 @@
 pub mod binary;
 pub mod blob;
 pub mod cache;
+pub mod changes;
 pub mod checkpoints;
 pub mod concurrency;
 pub mod event_schema;
@@ -74,6 +75,7 @@ macro_rules! contract_tests {
             checkpoints::checkpoints_are_labelled_listed_and_kept,
             checkpoints::rollback_writes_back_deletes_and_leaves_alone,
             checkpoints::rollback_honours_idempotency_keys,
+            changes::the_change_log_lists_every_commit_newest_first,
             memory::memory_commands_answer_like_the_reference_implementation,
             memory::memories_stay_in_their_workspace_and_read_only_keys_change_nothing,
             memory::concurrent_memory_edits_are_never_lost,

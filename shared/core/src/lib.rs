@@ -4,6 +4,7 @@
 pub mod blob;
 pub mod cache;
 pub mod capability;
+pub mod changes;
 pub mod error;
 pub mod events;
 pub mod keys;

@@ -130,7 +130,8 @@ pub trait MetaStore: Send + Sync {
     async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>>;
     /// How many live files the scope holds (what `max_files` is checked against).
     async fn live_count(&self, scope: &Scope) -> Result<u64>;
-    /// Applies a commit atomically under its conditions.
+    /// Applies a commit atomically under its conditions, with its change-log entry
+    /// (`crate::changes::Change::of_commit` of its path and version item).
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome>;
     /// Retained version items of a path (every lineage, tombstones included), newest
     /// first, with seq below `before` when given, at most `limit`.
@@ -158,6 +159,13 @@ pub trait MetaStore: Send + Sync {
     async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>>;
     /// Removes a snapshot record; `false` when there was none.
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool>;
+    /// A page of the scope's change log (entries the store adds with each commit, see
+    /// `crate::changes`).
+    async fn list_changes(
+        &self,
+        scope: &Scope,
+        query: &crate::changes::ChangeQuery,
+    ) -> Result<crate::changes::ChangePage>;
     /// Stores a small record: `kind` names its family (a restore's report under its
     /// Idempotency-Key), `key` the record; any with the same kind and key is replaced.
     async fn put_record(

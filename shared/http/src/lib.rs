@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod blob;
 pub mod cache;
+pub mod changes;
 pub mod discovery;
 pub mod envelope;
 pub mod events;

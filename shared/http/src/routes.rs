@@ -9,6 +9,8 @@ pub enum Route {
     Discovery,
     Capabilities,
     ListFiles,
+    /// The workspace's change log.
+    ListChanges,
     GetFile,
     PutFile,
     DeleteFile,
@@ -118,6 +120,12 @@ pub const ROUTES: &[RouteSpec] = &[
         method: Method::GET,
         pattern: FILES,
         route: Route::ListFiles,
+        function: "list",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/v1/host/workspace/changes",
+        route: Route::ListChanges,
         function: "list",
     },
     RouteSpec {

@@ -26,8 +26,11 @@ pub const GET: Routes = &[
     (Route::Diff, diff),
     (Route::WorkspaceEvents, workspace_events),
 ];
-/// `list`: the file listing (live or through a snapshot).
-pub const LIST: Routes = &[(Route::ListFiles, list_files)];
+/// `list`: the file listing (live or through a snapshot) and the change log.
+pub const LIST: Routes = &[
+    (Route::ListFiles, list_files),
+    (Route::ListChanges, list_changes),
+];
 /// `put`: writes (inline, restore, two-step upload).
 pub const PUT: Routes = &[
     (Route::PutFile, put_file),
@@ -110,6 +113,13 @@ fn list_files(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.reader().await?;
         files::list(c.app.files()?, &who, c.parts).await
+    })
+}
+
+fn list_changes(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        crate::changes::list(c.app.files()?, &who, c.parts).await
     })
 }
 

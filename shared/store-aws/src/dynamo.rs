@@ -31,6 +31,7 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
+use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::model::{Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord};
 use workspace_core::ports::{Commit, CommitOutcome, Expect, MetaStore, StoredRecord};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
@@ -144,6 +145,8 @@ pub(crate) fn head_condition(expect: Expect) -> (String, Vec<(&'static str, Attr
 enum Part {
     Head,
     Version,
+    /// The change-log entry (unconditional: its key is new with its version item).
+    Change,
     Count,
     Idempotency,
     Prune,
@@ -260,6 +263,12 @@ impl MetaStore for DynamoMeta {
         );
         ops.push(TransactWriteItem::builder().put(self.put(version)?).build());
         parts.push(Part::Version);
+
+        let change = Change::of_commit(&c.path, &c.version);
+        let change =
+            items::change_item(&c.scope, pk.clone(), keys::change_sk(&change.key), &change);
+        ops.push(TransactWriteItem::builder().put(self.put(change)?).build());
+        parts.push(Part::Change);
 
         if c.live_delta != 0 {
             let mut upd = Update::builder()
@@ -420,6 +429,10 @@ impl MetaStore for DynamoMeta {
 
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
         self.delete_snapshot_item(scope, id).await
+    }
+
+    async fn list_changes(&self, scope: &Scope, q: &ChangeQuery) -> Result<ChangePage> {
+        self.list_change_items(scope, q).await
     }
 
     async fn put_record(

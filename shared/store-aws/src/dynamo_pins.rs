@@ -11,6 +11,7 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem, Update,
 };
 use std::collections::HashMap;
+use workspace_core::changes::{ChangePage, ChangeQuery};
 use workspace_core::model::{Pin, Snapshot, SnapshotInfo, VersionRecord};
 use workspace_core::ports::{Expect, StoredRecord};
 use workspace_core::{FilePath, Result, Scope};
@@ -176,6 +177,73 @@ impl DynamoMeta {
             .await?
             .map(|i| items::snapshot_from(&i))
             .transpose()
+    }
+
+    /// One Query: the page's key range, newest first, the filters applied by DynamoDB
+    /// (a filtered page may be short; `next_before` then still continues it).
+    pub(crate) async fn list_change_items(
+        &self,
+        scope: &Scope,
+        q: &ChangeQuery,
+    ) -> Result<ChangePage> {
+        let lo = keys::change_sk(q.from.as_deref().unwrap_or(""));
+        // BETWEEN is inclusive: an entry at exactly `before` is skipped below.
+        let hi = match q.upper() {
+            Some(u) => keys::change_sk(u),
+            None => format!("{}\u{10ffff}", keys::CHANGE_PREFIX),
+        };
+        if lo >= hi {
+            return Ok(ChangePage::default());
+        }
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+            .expression_attribute_values(":pk", s(keys::partition(scope)))
+            .expression_attribute_values(":lo", s(&lo))
+            .expression_attribute_values(":hi", s(&hi))
+            .scan_index_forward(false)
+            .limit(i32::try_from(q.limit + 1).unwrap_or(i32::MAX));
+        let mut filters = Vec::new();
+        if !q.prefix.is_empty() {
+            filters.push("begins_with(#path, :prefix)");
+            query = query
+                .expression_attribute_names("#path", "path")
+                .expression_attribute_values(":prefix", s(&q.prefix));
+        }
+        if let Some(p) = &q.principal {
+            filters.push("principal = :principal");
+            query = query.expression_attribute_values(":principal", s(p));
+        }
+        if !filters.is_empty() {
+            query = query.filter_expression(filters.join(" AND "));
+        }
+        let res = query.send().await.map_err(aws_err)?;
+        let mut page = ChangePage::default();
+        for item in res.items() {
+            let change = items::change_from(item)?;
+            if Some(change.key.as_str()) == q.before.as_deref() {
+                continue;
+            }
+            if page.changes.len() == q.limit {
+                page.next_before = page.changes.last().map(|c| c.key.clone());
+                return Ok(page);
+            }
+            page.changes.push(change);
+        }
+        if res.last_evaluated_key.is_some() {
+            // DynamoDB stopped at its limit: continue below the last key it read.
+            let last = res
+                .last_evaluated_key()
+                .and_then(|k| k.get("sk"))
+                .and_then(|v| v.as_s().ok())
+                .and_then(|sk| sk.strip_prefix(keys::CHANGE_PREFIX))
+                .map(str::to_owned);
+            page.next_before = last.or_else(|| page.changes.last().map(|c| c.key.clone()));
+        }
+        Ok(page)
     }
 
     pub(crate) async fn put_record_item(

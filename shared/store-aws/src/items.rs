@@ -3,6 +3,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
+use workspace_core::changes::Change;
 use workspace_core::model::{
     BodyRef, Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
@@ -238,4 +239,39 @@ pub fn snapshot_from(item: &Item) -> Result<Snapshot> {
 
 fn opt_s(item: &Item, k: &str) -> Result<Option<String>> {
     item.get(k).map(|_| get_s(item, k)).transpose()
+}
+
+/// A change-log entry; DynamoDB's TTL removes it after `expires_at`.
+pub fn change_item(scope: &Scope, pk: String, sk: String, c: &Change) -> Item {
+    let mut item = Item::new();
+    scope_attrs(&mut item, scope, pk, sk, "change");
+    item.insert("key".into(), s(&c.key));
+    item.insert("path".into(), s(&c.path));
+    item.insert("seq".into(), n(c.seq));
+    item.insert("version".into(), n(c.version));
+    item.insert("etag".into(), s(&c.etag));
+    item.insert("deleted".into(), AttributeValue::Bool(c.deleted));
+    item.insert("principal".into(), s(&c.principal));
+    item.insert("at".into(), n(c.at));
+    item.insert("size".into(), n(c.size));
+    item.insert("contentType".into(), s(&c.content_type));
+    item.insert("expiresAtMs".into(), n(c.expires_at));
+    item.insert("expiresAt".into(), n(c.expires_at / 1000 + 1));
+    item
+}
+
+pub fn change_from(item: &Item) -> Result<Change> {
+    Ok(Change {
+        key: get_s(item, "key")?,
+        path: get_s(item, "path")?,
+        seq: get_n(item, "seq")?,
+        version: get_n(item, "version")?,
+        etag: get_s(item, "etag")?,
+        deleted: get_bool(item, "deleted")?,
+        principal: get_s(item, "principal")?,
+        at: get_n(item, "at")?,
+        size: get_n(item, "size")?,
+        content_type: get_s(item, "contentType")?,
+        expires_at: get_n(item, "expiresAtMs")?,
+    })
 }

@@ -30,6 +30,13 @@ pub fn version_sk(path: &str, seq: u64) -> String {
 }
 
 /// Sort key of a snapshot record.
+/// A change-log entry: `chg#<change key>` (time first, so a page is one Query).
+pub const CHANGE_PREFIX: &str = "chg#";
+
+pub fn change_sk(key: &str) -> String {
+    format!("{CHANGE_PREFIX}{key}")
+}
+
 /// A service's small record (`MetaStore::put_record`).
 pub fn record_sk(kind: &str, key: &str) -> String {
     format!("rec#{kind}#{key}")

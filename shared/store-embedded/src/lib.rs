@@ -16,6 +16,7 @@
 //! - `outbox*`:     the events of commits (`outbox.rs`)
 
 mod capabilities;
+mod changes;
 mod group_commit;
 pub mod json_file;
 pub mod keys;
@@ -29,6 +30,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::de::DeserializeOwned;
 use std::path::Path;
 use std::sync::Arc;
+use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::events::WorkspaceEvent;
 use workspace_core::model::{
     BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
@@ -118,6 +120,7 @@ impl EmbeddedStore {
         capabilities::create_tables(&txn)?;
         txn.open_table(SNAPSHOTS).map_err(db_err)?;
         txn.open_table(RECORDS).map_err(db_err)?;
+        changes::create_tables(&txn)?;
         txn.open_table(STAGED).map_err(db_err)?;
         sessions::create_tables(&txn)?;
         outbox::create_tables(&txn)?;
@@ -239,9 +242,10 @@ fn apply_in(txn: &redb::WriteTransaction, c: &Commit) -> Result<CommitOutcome> {
         }
         CommitOutcome::Committed { pruned }
     };
-    // The change's event, in the same transaction: both land or neither.
+    // The change's event and change-log entry, in the same transaction: all land or none.
     let event = WorkspaceEvent::scope_of(&c.scope, c.path.as_str(), &c.version);
     outbox::append(txn, &c.scope, event, c.version.updated_at)?;
+    changes::append(txn, &c.scope, &Change::of_commit(&c.path, &c.version))?;
     Ok(outcome)
 }
 
@@ -417,6 +421,10 @@ impl MetaStore for EmbeddedStore {
     async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
         let key = format!("{}{id}", scope.key_prefix());
         self.get_json(SNAPSHOTS, key).await
+    }
+
+    async fn list_changes(&self, scope: &Scope, q: &ChangeQuery) -> Result<ChangePage> {
+        self.list_changes_in(scope, q).await
     }
 
     async fn put_record(

@@ -10,6 +10,7 @@ pub mod sessions;
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
+use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::events::WorkspaceEvent;
 use workspace_core::model::{
     BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
@@ -27,6 +28,8 @@ struct ScopeState {
     idempotency: HashMap<String, IdempotencyRecord>,
     snapshots: HashMap<String, Snapshot>,
     records: HashMap<(String, String), StoredRecord>,
+    /// The change log, by change key.
+    changes: std::collections::BTreeMap<String, Change>,
     live: u64,
 }
 
@@ -134,6 +137,19 @@ impl MetaStore for MemoryMeta {
             .lock()
             .map_err(|_| WorkspaceError::internal("memory store lock poisoned"))?
             .append(&c.scope, event, c.version.updated_at);
+        let change = Change::of_commit(&c.path, &c.version);
+        // A few expired entries go with each commit (no TTL here).
+        let expired: Vec<String> = state
+            .changes
+            .iter()
+            .take(2)
+            .filter(|(_, e)| e.expires_at <= change.at)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in expired {
+            state.changes.remove(&k);
+        }
+        state.changes.insert(change.key.clone(), change);
         state
             .versions
             .insert((path.clone(), c.version.seq), c.version);
@@ -211,6 +227,27 @@ impl MetaStore for MemoryMeta {
             .lock()?
             .get_mut(scope)
             .is_some_and(|s| s.snapshots.remove(id).is_some()))
+    }
+
+    async fn list_changes(&self, scope: &Scope, q: &ChangeQuery) -> Result<ChangePage> {
+        let guard = self.lock()?;
+        let mut page = ChangePage::default();
+        let Some(state) = guard.get(scope) else {
+            return Ok(page);
+        };
+        let lo = q.from.clone().unwrap_or_default();
+        let in_range = |k: &String| *k >= lo && q.upper().is_none_or(|u| k.as_str() < u);
+        for change in state.changes.values().rev().filter(|c| in_range(&c.key)) {
+            if !q.admits(change) {
+                continue;
+            }
+            if page.changes.len() == q.limit {
+                page.next_before = page.changes.last().map(|c| c.key.clone());
+                break;
+            }
+            page.changes.push(change.clone());
+        }
+        Ok(page)
     }
 
     async fn put_record(

@@ -44,6 +44,7 @@ use crate::scope::{Identity, Scope, TenantId};
 use crate::secrets::{NoSecrets, SecretStore};
 use std::sync::Arc;
 
+mod changes;
 mod downloads;
 mod history;
 mod local_urls;
@@ -56,6 +57,7 @@ pub mod sweep;
 mod uploads;
 mod write;
 
+pub use changes::ChangeFilter;
 pub use downloads::FileRead;
 pub use history::{Diff, VersionPage};
 pub use local_urls::{SIGNED_BODY_PREFIX, SIGNED_UPLOAD_PREFIX};

@@ -1,0 +1,44 @@
+//! The change log of a workspace, newest first (see `crate::changes`).
+
+use super::*;
+use crate::changes::{key_at, ChangePage, ChangeQuery, MAX_CHANGES_PAGE};
+
+/// Which changes to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangeFilter {
+    /// At or after this instant.
+    pub since: Option<Millis>,
+    /// Before this instant.
+    pub until: Option<Millis>,
+    pub principal: Option<String>,
+    pub prefix: PathPrefix,
+}
+
+impl WorkspaceService {
+    /// A page of the scope's committed changes, newest first; `before` (a change key from
+    /// the previous page) continues.
+    pub async fn changes(
+        &self,
+        scope: &Scope,
+        filter: &ChangeFilter,
+        limit: Option<usize>,
+        before: Option<String>,
+    ) -> Result<ChangePage> {
+        let limit = crate::limits::page_limit(limit, MAX_CHANGES_PAGE, MAX_CHANGES_PAGE)?;
+        if let Some(p) = &filter.principal {
+            check_header_value("principal", p)?;
+        }
+        let query = ChangeQuery {
+            from: filter.since.map(key_at),
+            to: filter.until.map(key_at),
+            before,
+            prefix: filter.prefix.as_str().to_owned(),
+            principal: filter.principal.clone(),
+            limit,
+        };
+        let mut page = self.meta.list_changes(scope, &query).await?;
+        let now = self.clock.now_ms();
+        page.changes.retain(|c| c.expires_at > now);
+        Ok(page)
+    }
+}
