@@ -31,7 +31,7 @@ pub async fn create(
     store: &dyn KeyStore,
     tenant: &str,
     workspace: Option<&str>,
-    read_only: bool,
+    access: workspace_core::Access,
     principal: Option<&str>,
 ) -> Result<(String, ManagedKey), String> {
     TenantId::parse(tenant).map_err(|e| format!("--tenant: {e}"))?;
@@ -45,8 +45,9 @@ pub async fn create(
         tenant: tenant.to_owned(),
         workspace: workspace.map(str::to_owned),
         principal: principal.map_or_else(|| format!("key:{id}"), str::to_owned),
-        read: true,
-        write: !read_only,
+        read: access.read,
+        write: access.write,
+        admin: access.admin,
         created_at: SystemClock.now_ms(),
         revoked_at: None,
     };
@@ -83,7 +84,7 @@ pub async fn authenticator(
                 store.as_ref(),
                 DEFAULT_TENANT,
                 Some(DEFAULT_WORKSPACE),
-                false,
+                workspace_core::Access::READ_WRITE,
                 Some("local-key"),
             )
             .await?;
@@ -103,7 +104,11 @@ pub fn describe(k: &ManagedKey) -> String {
         id = k.id,
         tenant = k.tenant,
         ws = k.workspace.as_deref().unwrap_or("*"),
-        access = if k.write { "read,write" } else { "read" },
+        access = match (k.write, k.admin) {
+            (_, true) => "read,write,admin",
+            (true, false) => "read,write",
+            (false, false) => "read",
+        },
         principal = k.principal,
         state = if k.revoked_at.is_some() {
             "revoked"

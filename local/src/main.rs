@@ -126,8 +126,11 @@ enum KeysAction {
         #[arg(long)]
         workspace: Option<String>,
         /// Only workspace:read.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "admin")]
         read_only: bool,
+        /// Also workspace:admin: may erase versions from history.
+        #[arg(long)]
+        admin: bool,
         /// Name recorded as the principal of its writes.
         #[arg(long)]
         principal: Option<String>,
@@ -204,13 +207,19 @@ async fn manage_keys(action: KeysAction) -> Result<(), String> {
             tenant,
             workspace,
             read_only,
+            admin,
             principal,
         } => {
+            let access = workspace_core::Access {
+                read: true,
+                write: !read_only,
+                admin,
+            };
             let (key, rec) = keys::create(
                 store,
                 &tenant,
                 workspace.as_deref(),
-                read_only,
+                access,
                 principal.as_deref(),
             )
             .await?;

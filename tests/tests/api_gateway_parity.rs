@@ -448,6 +448,13 @@ fn script() -> Vec<Step> {
         "/v1/host/workspace/versions/notes/today.md",
         |st| st.json(json!({"restore": 1})).expect(Expect::Status(200)),
     );
+    // Erasing history needs workspace:admin, which these keys do not hold.
+    s.add(
+        "erase-not-admin",
+        "DELETE",
+        "/v1/host/workspace/versions/notes/today.md/1",
+        |st| st.expect(Expect::Envelope(403, "forbidden")),
+    );
     s.add("list-page-1", "GET", &format!("{FILES}?limit=1"), |st| st);
     s.add(
         "list-page-2",

@@ -55,6 +55,7 @@ fn the_recorded_sample_and_the_local_envelope_keep_the_contract() {
         updated_at: 1_790_000_000_123,
         principal: "alice".into(),
         deleted: true,
+        erased: None,
     };
     let event = WorkspaceEvent::of_version("acme", "main", "notes/a.md", &record);
     let envelope = event.envelope();

@@ -153,6 +153,15 @@ impl MetaStore for FaultyMeta {
     async fn delete_snapshot(&self, s: &Scope, id: &str) -> Result<bool> {
         self.1.step(self.0.delete_snapshot(s, id)).await
     }
+    async fn erase_version(
+        &self,
+        s: &Scope,
+        p: &FilePath,
+        seq: u64,
+        e: &workspace_core::model::Erasure,
+    ) -> Result<Option<Option<BodyRef>>> {
+        self.1.step(self.0.erase_version(s, p, seq, e)).await
+    }
     async fn list_changes(
         &self,
         s: &Scope,

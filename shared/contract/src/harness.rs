@@ -30,6 +30,15 @@ pub const KEY_TENANT: &str = "key-acme-tenant-wide-0001";
 pub const KEY_TENANT_BOB: &str = "key-acme-tenant-wide-0002";
 /// `acme/main` with `workspace:read` only.
 pub const KEY_READ_ONLY: &str = "key-acme-main-readonly-01";
+/// `acme/main` with `workspace:admin` too (erasing versions from history).
+pub const KEY_ADMIN: &str = "key-acme-main-admin-00001";
+
+const RW: workspace_core::Access = workspace_core::Access::READ_WRITE;
+const ADMIN: workspace_core::Access = workspace_core::Access {
+    read: true,
+    write: true,
+    admin: true,
+};
 
 pub const LIMITS: Limits = Limits {
     max_file_bytes: 1024,
@@ -100,14 +109,21 @@ pub struct Harness {
 }
 
 /// The callers every case uses: key, tenant, workspace (`None`: tenant-wide, naming its
-/// workspace in `X-Workspace-Id`), principal, and whether it may write.
-pub const IDENTITIES: &[(&str, &str, Option<&str>, &str, bool)] = &[
-    (KEY_A, "acme", Some("main"), "alice", true),
-    (KEY_EVIL, "acme-evil", Some("main"), "mallory", true),
-    (KEY_OTHER, "acme", Some("other"), "olga", true),
-    (KEY_TENANT, "acme", None, "tenant-admin", true),
-    (KEY_TENANT_BOB, "acme", None, "bob", true),
-    (KEY_READ_ONLY, "acme", Some("main"), "reader", false),
+/// workspace in `X-Workspace-Id`), principal, and what it may do.
+pub const IDENTITIES: &[(&str, &str, Option<&str>, &str, workspace_core::Access)] = &[
+    (KEY_A, "acme", Some("main"), "alice", RW),
+    (KEY_EVIL, "acme-evil", Some("main"), "mallory", RW),
+    (KEY_OTHER, "acme", Some("other"), "olga", RW),
+    (KEY_TENANT, "acme", None, "tenant-admin", RW),
+    (KEY_TENANT_BOB, "acme", None, "bob", RW),
+    (
+        KEY_READ_ONLY,
+        "acme",
+        Some("main"),
+        "reader",
+        workspace_core::Access::READ_ONLY,
+    ),
+    (KEY_ADMIN, "acme", Some("main"), "root", ADMIN),
 ];
 
 /// [`IDENTITIES`] as managed key records, for a server process that reads its keys from a
@@ -117,14 +133,15 @@ pub fn managed_keys() -> Vec<workspace_core::keys::ManagedKey> {
         .iter()
         .enumerate()
         .map(
-            |(i, (key, tenant, workspace, principal, write))| workspace_core::keys::ManagedKey {
+            |(i, (key, tenant, workspace, principal, access))| workspace_core::keys::ManagedKey {
                 id: format!("contract{i}"),
                 digest: workspace_core::keys::key_digest(key),
                 tenant: (*tenant).to_owned(),
                 workspace: workspace.map(str::to_owned),
                 principal: (*principal).to_owned(),
-                read: true,
-                write: *write,
+                read: access.read,
+                write: access.write,
+                admin: access.admin,
                 created_at: 0,
                 revoked_at: None,
             },
@@ -282,12 +299,8 @@ impl Harness {
 
     pub async fn with_limits(backend: Backend, limits: Limits) -> Self {
         let mut keys = ApiKeys::default();
-        for (key, tenant, workspace, principal, write) in IDENTITIES {
-            let access = if *write {
-                workspace_core::Access::READ_WRITE
-            } else {
-                workspace_core::Access::READ_ONLY
-            };
+        for (key, tenant, workspace, principal, access) in IDENTITIES {
+            let access = *access;
             match workspace {
                 Some(w) => keys.add_with_access(key, scope(tenant, w), (*principal).into(), access),
                 None => keys.add_tenant_wide(

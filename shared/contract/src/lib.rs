@@ -9,6 +9,7 @@ pub mod cache;
 pub mod changes;
 pub mod checkpoints;
 pub mod concurrency;
+pub mod erase;
 pub mod event_schema;
 pub mod faults;
 pub mod files;
@@ -76,6 +77,8 @@ macro_rules! contract_tests {
             checkpoints::rollback_writes_back_deletes_and_leaves_alone,
             checkpoints::rollback_honours_idempotency_keys,
             changes::the_change_log_lists_every_commit_newest_first,
+            erase::erasing_a_version_removes_its_body_and_leaves_a_tombstone,
+            erase::a_version_a_snapshot_holds_is_erased_only_when_forced,
             memory::memory_commands_answer_like_the_reference_implementation,
             memory::memories_stay_in_their_workspace_and_read_only_keys_change_nothing,
             memory::concurrent_memory_edits_are_never_lost,

@@ -120,6 +120,7 @@ pub async fn pins_and_commits_compare_and_swap_on_the_head(h: Harness) {
             updated_at: fresh.updated_at,
             principal: "test".into(),
             deleted: false,
+            erased: None,
         },
         live_delta: 0,
         max_files: LIMITS.max_files,

@@ -19,6 +19,8 @@ pub enum CapabilityCode {
     CacheTtlExceedsMax,
     /// 410: the events after a `Last-Event-ID` were already dropped by retention.
     EventsExpired,
+    /// 410: the version was erased from history.
+    VersionErased,
 }
 
 impl CapabilityCode {
@@ -32,6 +34,7 @@ impl CapabilityCode {
             Self::CacheValueTooLarge => "cache_value_too_large",
             Self::CacheTtlExceedsMax => "cache_ttl_exceeds_max",
             Self::EventsExpired => "events_expired",
+            Self::VersionErased => "gone",
         }
     }
 

@@ -4,7 +4,7 @@
 //! first, between these instants" is one range read on every backend (on DynamoDB one
 //! Query per page, in the workspace's own partition).
 
-use crate::model::{format_time, Millis, VersionRecord};
+use crate::model::{format_time, Erasure, Millis, VersionRecord};
 use crate::path::FilePath;
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +24,9 @@ pub struct Change {
     pub version: u64,
     pub etag: String,
     pub deleted: bool,
+    /// An erase of a past version (`principal` and `at` are the eraser's).
+    #[serde(default)]
+    pub erased: bool,
     pub principal: String,
     pub at: Millis,
     pub size: u64,
@@ -51,6 +54,7 @@ impl Change {
             version: v.version,
             etag: v.etag.clone(),
             deleted: v.deleted,
+            erased: false,
             principal: v.principal.clone(),
             at: v.updated_at,
             size: v.size,
@@ -59,11 +63,30 @@ impl Change {
         }
     }
 
+    /// The entry an erase of `path`'s version item `v` adds.
+    pub fn of_erase(path: &FilePath, v: &VersionRecord, by: &Erasure) -> Change {
+        Change {
+            // Its own key: never the key of the put that wrote the version.
+            key: format!("{}#erase", change_key(by.at, path.as_str(), v.seq)),
+            path: path.as_str().to_owned(),
+            seq: v.seq,
+            version: v.version,
+            etag: v.etag.clone(),
+            deleted: false,
+            erased: true,
+            principal: by.by.clone(),
+            at: by.at,
+            size: 0,
+            content_type: v.content_type.clone(),
+            expires_at: by.at.saturating_add(CHANGE_RETENTION_MS),
+        }
+    }
+
     pub fn operation(&self) -> &'static str {
-        if self.deleted {
-            "delete"
-        } else {
-            "put"
+        match (self.erased, self.deleted) {
+            (true, _) => "erase",
+            (false, true) => "delete",
+            (false, false) => "put",
         }
     }
 

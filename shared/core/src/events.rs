@@ -7,7 +7,7 @@
 //! transaction (`EventLog`), from which the SSE route and webhooks deliver it.
 
 use crate::error::Result;
-use crate::model::{format_time, sha256_hex, Millis, VersionRecord};
+use crate::model::{format_time, sha256_hex, Erasure, Millis, VersionRecord};
 use crate::scope::Scope;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -47,6 +47,8 @@ pub struct WorkspaceEvent {
 pub enum Operation {
     Put,
     Delete,
+    /// A past version was erased from history (its body is gone).
+    Erase,
 }
 
 /// A change's event id: a digest of where and which change it is (the path's sequence is
@@ -80,6 +82,25 @@ impl WorkspaceEvent {
             principal: v.principal.clone(),
             time: format_time(v.updated_at),
             size: v.size,
+            content_type: v.content_type.clone(),
+        }
+    }
+
+    /// The event of erasing version item `v` of `path`: its own id (not the put's).
+    pub fn of_erase(scope: &Scope, path: &str, v: &VersionRecord, by: &Erasure) -> WorkspaceEvent {
+        let (tenant, workspace) = (scope.tenant.as_str(), scope.workspace.as_str());
+        WorkspaceEvent {
+            event_id: event_id(tenant, workspace, &format!("{path}\nerase"), v.seq),
+            tenant: tenant.to_owned(),
+            workspace: workspace.to_owned(),
+            path: path.to_owned(),
+            version: v.version,
+            sequence: v.seq,
+            etag: v.etag.clone(),
+            operation: Operation::Erase,
+            principal: by.by.clone(),
+            time: format_time(by.at),
+            size: 0,
             content_type: v.content_type.clone(),
         }
     }

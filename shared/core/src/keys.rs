@@ -21,6 +21,9 @@ pub struct ManagedKey {
     pub principal: String,
     pub read: bool,
     pub write: bool,
+    /// `workspace:admin`: may erase versions from history.
+    #[serde(default)]
+    pub admin: bool,
     pub created_at: Millis,
     pub revoked_at: Option<Millis>,
 }
@@ -30,6 +33,7 @@ impl ManagedKey {
         Access {
             read: self.read,
             write: self.write,
+            admin: self.admin,
         }
     }
 }

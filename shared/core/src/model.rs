@@ -119,6 +119,10 @@ pub struct SnapshotFile {
     /// A kept snapshot's own copy of the body.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept: Option<BodyRef>,
+    /// The version was erased from history (with `force`): reads through the snapshot are
+    /// 410.
+    #[serde(default)]
+    pub erased: bool,
 }
 
 impl SnapshotFile {
@@ -174,6 +178,16 @@ pub struct VersionRecord {
     pub updated_at: Millis,
     pub principal: String,
     pub deleted: bool,
+    /// Set when the version was erased from history: its body is gone everywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub erased: Option<Erasure>,
+}
+
+/// Who erased a version from history, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Erasure {
+    pub by: String,
+    pub at: Millis,
 }
 
 /// Everything about a file but its content: what list rows and responses carry.

@@ -5,7 +5,7 @@
 use crate::blob::{PresignSpec, PresignedUrl};
 use crate::error::{Result, WorkspaceError};
 use crate::model::{
-    BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
+    BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use crate::path::{FilePath, PathPrefix};
 use crate::scope::Scope;
@@ -159,6 +159,18 @@ pub trait MetaStore: Send + Sync {
     async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>>;
     /// Removes a snapshot record; `false` when there was none.
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool>;
+    /// Erases version item `seq` of `path` from history, with its change-log entry (and,
+    /// where the store keeps an outbox, its event), atomically: the item keeps its
+    /// metadata, loses its body reference and records `erasure`. The body it named is
+    /// returned for the caller to delete; `None` when there is no such item (pruned, or
+    /// never written). Erasing an erased item changes nothing and returns no body.
+    async fn erase_version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+        erasure: &Erasure,
+    ) -> Result<Option<Option<BodyRef>>>;
     /// A page of the scope's change log (entries the store adds with each commit, see
     /// `crate::changes`).
     async fn list_changes(

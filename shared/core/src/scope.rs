@@ -90,30 +90,36 @@ impl fmt::Display for Scope {
     }
 }
 
-/// What a credential may do: `workspace:read` and/or `workspace:write`.
+/// What a credential may do: `workspace:read`, `workspace:write`, and `workspace:admin`
+/// (erasing versions from history).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Access {
     pub read: bool,
     pub write: bool,
+    pub admin: bool,
 }
 
 impl Access {
     pub const READ_WRITE: Self = Self {
         read: true,
         write: true,
+        admin: false,
     };
     pub const READ_ONLY: Self = Self {
         read: true,
         write: false,
+        admin: false,
     };
 
-    /// From OAuth-style scope names (`workspace:read`, `workspace:write`); others ignored.
+    /// From OAuth-style scope names (`workspace:read`, `workspace:write`,
+    /// `workspace:admin`); others ignored.
     pub fn from_scopes<'a>(scopes: impl IntoIterator<Item = &'a str>) -> Self {
         let mut a = Self::default();
         for s in scopes {
             match s {
                 "workspace:read" => a.read = true,
                 "workspace:write" => a.write = true,
+                "workspace:admin" => a.admin = true,
                 _ => {}
             }
         }

@@ -63,7 +63,7 @@ fn capability_status(code: CapabilityCode) -> StatusCode {
             StatusCode::PAYLOAD_TOO_LARGE
         }
         CapabilityCode::BlobPresignExpired => StatusCode::FORBIDDEN,
-        CapabilityCode::EventsExpired => StatusCode::GONE,
+        CapabilityCode::EventsExpired | CapabilityCode::VersionErased => StatusCode::GONE,
         CapabilityCode::CacheTtlExceedsMax => StatusCode::BAD_REQUEST,
     }
 }

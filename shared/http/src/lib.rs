@@ -52,6 +52,16 @@ pub(crate) fn require_read(who: &Identity) -> Result<()> {
     }
 }
 
+pub(crate) fn require_admin(who: &Identity) -> Result<()> {
+    if who.access.admin {
+        Ok(())
+    } else {
+        Err(WorkspaceError::Forbidden(
+            "this credential may not erase history: it needs the workspace:admin scope".to_owned(),
+        ))
+    }
+}
+
 pub(crate) fn require_write(who: &Identity) -> Result<()> {
     if who.access.write {
         Ok(())

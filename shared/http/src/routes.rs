@@ -30,6 +30,8 @@ pub enum Route {
     BlobPresign,
     ListVersions,
     RestoreVersion,
+    /// Erase a past version from history (`workspace:admin`).
+    EraseVersion,
     Diff,
     CreateSnapshot,
     ListSnapshots,
@@ -226,6 +228,12 @@ pub const ROUTES: &[RouteSpec] = &[
         method: Method::POST,
         pattern: VERSIONS,
         route: Route::RestoreVersion,
+        function: "put",
+    },
+    RouteSpec {
+        method: Method::DELETE,
+        pattern: VERSIONS,
+        route: Route::EraseVersion,
         function: "put",
     },
     RouteSpec {

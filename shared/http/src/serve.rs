@@ -31,10 +31,11 @@ pub const LIST: Routes = &[
     (Route::ListFiles, list_files),
     (Route::ListChanges, list_changes),
 ];
-/// `put`: writes (inline, restore, two-step upload).
+/// `put`: writes (inline, restore, two-step upload) and erasing a past version.
 pub const PUT: Routes = &[
     (Route::PutFile, put_file),
     (Route::RestoreVersion, restore_version),
+    (Route::EraseVersion, erase_version),
     (Route::StartUpload, start_upload),
 ];
 /// `delete`: file deletes.
@@ -158,6 +159,14 @@ fn restore_version(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.writer().await?;
         versions::restore(c.app.files()?, &who, c.parts, c.tail, c.body).await
+    })
+}
+
+fn erase_version(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.identify().await?;
+        crate::require_admin(&who)?;
+        versions::erase(c.app.files()?, &who, c.parts, c.tail).await
     })
 }
 

@@ -50,7 +50,7 @@ pub async fn history(
         .versions
         .iter()
         .map(|v| {
-            json!({
+            let mut row = json!({
                 "version": v.version,
                 "etag": v.etag,
                 "size": v.size,
@@ -58,7 +58,13 @@ pub async fn history(
                 "updatedAt": format_time(v.updated_at),
                 "deleted": v.deleted,
                 "principal": v.principal,
-            })
+            });
+            if let Some(by) = &v.erased {
+                row["erased"] = Value::Bool(true);
+                row["erasedBy"] = Value::String(by.by.clone());
+                row["erasedAt"] = Value::String(format_time(by.at));
+            }
+            row
         })
         .collect();
     let mut body = json!({ "path": path.as_str(), "versions": rows });
@@ -133,4 +139,42 @@ pub async fn diff(
             "diff": d.text,
         }),
     ))
+}
+
+/// `DELETE /v1/host/workspace/versions/{path}/{version}?force=`: erase a past version.
+pub async fn erase(
+    service: &WorkspaceService,
+    who: &Identity,
+    parts: &Parts,
+    tail: &str,
+) -> Result<HttpResponse> {
+    let (path, version) = tail.rsplit_once('/').ok_or_else(|| {
+        WorkspaceError::validation(
+            "name the version to erase: DELETE /v1/host/workspace/versions/{path}/{version}",
+        )
+    })?;
+    let path = FilePath::parse(path)?;
+    let n = version
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| {
+            WorkspaceError::validation(format!(
+                "the version to erase must be a positive integer, got '{}'",
+                version.escape_debug()
+            ))
+        })?;
+    let query = Query::parse(parts)?;
+    let force = match query.get("force") {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(WorkspaceError::validation(format!(
+                "force must be true or false, got '{}'",
+                other.escape_debug()
+            )))
+        }
+    };
+    service.erase_version(who, &path, n, force).await?;
+    Ok(crate::envelope::empty_response(StatusCode::NO_CONTENT))
 }

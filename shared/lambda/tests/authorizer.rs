@@ -36,6 +36,7 @@ async fn store_key(
         principal: "ci-bot".into(),
         read: true,
         write,
+        admin: false,
         created_at: 1,
         revoked_at: None,
     };

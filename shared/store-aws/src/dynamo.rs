@@ -431,6 +431,16 @@ impl MetaStore for DynamoMeta {
         self.delete_snapshot_item(scope, id).await
     }
 
+    async fn erase_version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+        erasure: &workspace_core::model::Erasure,
+    ) -> Result<Option<Option<workspace_core::model::BodyRef>>> {
+        self.erase_version_item(scope, path, seq, erasure).await
+    }
+
     async fn list_changes(&self, scope: &Scope, q: &ChangeQuery) -> Result<ChangePage> {
         self.list_change_items(scope, q).await
     }

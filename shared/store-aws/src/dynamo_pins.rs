@@ -8,11 +8,11 @@ use crate::dynamo::{head_condition, DynamoMeta};
 use crate::items::{self, n, s};
 use crate::keys;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem, Update,
+    AttributeValue, ConditionCheck, Put, ReturnValue, TransactWriteItem, Update,
 };
 use std::collections::HashMap;
-use workspace_core::changes::{ChangePage, ChangeQuery};
-use workspace_core::model::{Pin, Snapshot, SnapshotInfo, VersionRecord};
+use workspace_core::changes::{Change, ChangePage, ChangeQuery};
+use workspace_core::model::{BodyRef, Erasure, Pin, Snapshot, SnapshotInfo, VersionRecord};
 use workspace_core::ports::{Expect, StoredRecord};
 use workspace_core::{FilePath, Result, Scope};
 
@@ -177,6 +177,72 @@ impl DynamoMeta {
             .await?
             .map(|i| items::snapshot_from(&i))
             .transpose()
+    }
+
+    /// Erases a version item: one read (its body), then one transaction that marks the
+    /// item erased (dropping its body reference) on condition that it exists and is not
+    /// erased yet, and puts the change-log entry. The stream's MODIFY of the item announces
+    /// the erase; the caller deletes the body (or, if it stops first, the sweeper does:
+    /// no item names it any more).
+    pub(crate) async fn erase_version_item(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+        erasure: &Erasure,
+    ) -> Result<Option<Option<BodyRef>>> {
+        let pk = keys::partition(scope);
+        let sk = keys::version_sk(path.as_str(), seq);
+        for _ in 0..3 {
+            let Some(item) = self.get_item(pk.clone(), sk.clone()).await? else {
+                return Ok(None);
+            };
+            let v = items::version_from(&item)?;
+            if v.erased.is_some() {
+                return Ok(Some(None));
+            }
+            let upd = Update::builder()
+                .table_name(&self.table)
+                .key("pk", s(pk.clone()))
+                .key("sk", s(sk.clone()))
+                .update_expression(
+                    "SET erasedBy = :by, erasedAt = :at REMOVE bodyKey, bodyVersionId",
+                )
+                .condition_expression("attribute_exists(pk) AND attribute_not_exists(erasedAt)")
+                .expression_attribute_values(":by", s(&erasure.by))
+                .expression_attribute_values(":at", n(erasure.at))
+                .build()
+                .map_err(aws_err)?;
+            let change = Change::of_erase(path, &v, erasure);
+            let put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(items::change_item(
+                    scope,
+                    pk.clone(),
+                    keys::change_sk(&change.key),
+                    &change,
+                )))
+                .build()
+                .map_err(aws_err)?;
+            let res = self
+                .client
+                .transact_write_items()
+                .transact_items(TransactWriteItem::builder().update(upd).build())
+                .transact_items(TransactWriteItem::builder().put(put).build())
+                .send()
+                .await;
+            match res {
+                Ok(_) => return Ok(Some(v.body)),
+                // Pruned or erased in between: read again to say which.
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|se| se.is_transaction_canceled_exception()) => {}
+                Err(e) => return Err(aws_err(e)),
+            }
+        }
+        Err(workspace_core::WorkspaceError::internal(
+            "the version item kept changing while it was erased",
+        ))
     }
 
     /// One Query: the page's key range, newest first, the filters applied by DynamoDB

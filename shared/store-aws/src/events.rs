@@ -13,9 +13,9 @@ use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use serde_json::Value;
 use std::collections::HashMap;
 pub use workspace_core::events::{DETAIL_TYPE, SOURCE};
-use workspace_core::model::{BodyRef, VersionRecord};
+use workspace_core::model::{BodyRef, Erasure, VersionRecord};
 use workspace_core::ports::{EventSink, WorkspaceEvent};
-use workspace_core::{Result, WorkspaceError};
+use workspace_core::{Result, Scope, WorkspaceError};
 
 /// PutEvents takes at most 10 entries per call.
 const MAX_ENTRIES: usize = 10;
@@ -94,12 +94,51 @@ pub fn plan(record: &StreamRecord) -> Result<Option<Work>> {
                 updated_at: updated,
                 principal: field("principal")?,
                 deleted,
+                erased: None,
             };
             Ok(Some(Work::Announce(WorkspaceEvent::of_version(
                 &field("tenant")?,
                 &field("workspace")?,
                 &field("path")?,
                 &record,
+            ))))
+        }
+        // A version item that became erased: the erase is announced (its body is deleted
+        // by the eraser, or else by the sweeper).
+        "MODIFY" => {
+            let (Some(new), Some(old)) = (record.new_image.as_ref(), record.old_image.as_ref())
+            else {
+                return Ok(None);
+            };
+            if !is_version(new) || !new.contains_key("erasedAt") || old.contains_key("erasedAt") {
+                return Ok(None);
+            }
+            let field = |k: &str| text(new, k).ok_or_else(|| malformed(k));
+            let number = |k: &str| num::<u64>(new, k).ok_or_else(|| malformed(k));
+            let item = VersionRecord {
+                seq: number("seq")?,
+                lineage: String::new(),
+                version: number("version")?,
+                etag: field("etag")?,
+                size: 0,
+                sha256: String::new(),
+                content_type: field("contentType")?,
+                body: None,
+                updated_at: num(new, "updatedAt").ok_or_else(|| malformed("updatedAt"))?,
+                principal: field("principal")?,
+                deleted: false,
+                erased: None,
+            };
+            let by = Erasure {
+                by: field("erasedBy")?,
+                at: num(new, "erasedAt").ok_or_else(|| malformed("erasedAt"))?,
+            };
+            let scope = Scope::parse(&field("tenant")?, &field("workspace")?)?;
+            Ok(Some(Work::Announce(WorkspaceEvent::of_erase(
+                &scope,
+                &field("path")?,
+                &item,
+                &by,
             ))))
         }
         "REMOVE" => {

@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 use workspace_core::changes::Change;
 use workspace_core::model::{
-    BodyRef, Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord,
+    BodyRef, Erasure, Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::{Result, Scope, WorkspaceError};
 
@@ -150,6 +150,13 @@ pub fn version_from(item: &Item) -> Result<VersionRecord> {
         updated_at: get_n(item, "updatedAt")?,
         principal: get_s(item, "principal")?,
         deleted: get_bool(item, "deleted")?,
+        erased: match item.get("erasedAt") {
+            Some(_) => Some(Erasure {
+                by: get_s(item, "erasedBy")?,
+                at: get_n(item, "erasedAt")?,
+            }),
+            None => None,
+        },
     })
 }
 
@@ -251,6 +258,9 @@ pub fn change_item(scope: &Scope, pk: String, sk: String, c: &Change) -> Item {
     item.insert("version".into(), n(c.version));
     item.insert("etag".into(), s(&c.etag));
     item.insert("deleted".into(), AttributeValue::Bool(c.deleted));
+    if c.erased {
+        item.insert("erased".into(), AttributeValue::Bool(true));
+    }
     item.insert("principal".into(), s(&c.principal));
     item.insert("at".into(), n(c.at));
     item.insert("size".into(), n(c.size));
@@ -268,6 +278,7 @@ pub fn change_from(item: &Item) -> Result<Change> {
         version: get_n(item, "version")?,
         etag: get_s(item, "etag")?,
         deleted: get_bool(item, "deleted")?,
+        erased: item.contains_key("erased") && get_bool(item, "erased")?,
         principal: get_s(item, "principal")?,
         at: get_n(item, "at")?,
         size: get_n(item, "size")?,

@@ -402,3 +402,54 @@ async fn a_snapshot_keeps_pinned_s3_bodies_until_it_ends() {
         Err(WorkspaceError::NotFound(_))
     ));
 }
+
+#[tokio::test]
+async fn erasing_a_version_is_announced_from_the_stream_and_its_s3_version_is_gone() {
+    let env = common::fresh(None).await;
+    let observed = common::observed_bus().await;
+    let svc = service(&env, 20);
+    let admin = Identity {
+        access: workspace_core::Access {
+            read: true,
+            write: true,
+            admin: true,
+        },
+        ..Identity::read_write(Scope::parse("acme", "main").unwrap(), "root")
+    };
+    svc.put(&alice(), put("leak.md", "the leaked text", None))
+        .await
+        .unwrap();
+    svc.put(&alice(), put("leak.md", "clean", None))
+        .await
+        .unwrap();
+    let path = FilePath::parse("leak.md").unwrap();
+    let key =
+        workspace_core::service::sweep::body_key(&Scope::parse("acme", "main").unwrap(), &path);
+    assert_eq!(s3_versions(&env, &key).await.len(), 2);
+    svc.erase_version(&admin, &path, 1, false).await.unwrap();
+    // The exact S3 version is deleted, not hidden behind a marker.
+    assert_eq!(s3_versions(&env, &key).await.len(), 1);
+
+    let records = common::stream_records(env.stream_arn.as_deref().expect("stream")).await;
+    let failed = publisher(&env, &observed.bus).process(&records).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    let got = observed.drain(3).await;
+    let erase: Vec<_> = got
+        .iter()
+        .filter(|m| m["detail"]["operation"] == "erase")
+        .collect();
+    assert_eq!(erase.len(), 1, "{got:?}");
+    workspace_contract::event_schema::assert_valid(erase[0]);
+    assert_eq!(
+        (
+            erase[0]["detail"]["version"].as_u64(),
+            erase[0]["detail"]["principal"].as_str()
+        ),
+        (Some(1), Some("root"))
+    );
+    assert_ne!(
+        erase[0]["detail"]["eventId"],
+        workspace_core::events::event_id("acme", "main", "leak.md", 1),
+        "not the put's id"
+    );
+}

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::events::WorkspaceEvent;
 use workspace_core::model::{
-    BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
+    BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{
     BodyStore, Commit, CommitOutcome, Expect, IdSource, MetaStore, RandomIds, Staged, StoredRecord,
@@ -421,6 +421,46 @@ impl MetaStore for EmbeddedStore {
     async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
         let key = format!("{}{id}", scope.key_prefix());
         self.get_json(SNAPSHOTS, key).await
+    }
+
+    async fn erase_version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+        erasure: &Erasure,
+    ) -> Result<Option<Option<BodyRef>>> {
+        let key = head_key(scope, path.as_str());
+        let (scope, path, erasure) = (scope.clone(), path.clone(), erasure.clone());
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            let body = {
+                let mut versions = txn.open_table(VERSIONS).map_err(db_err)?;
+                let found: Option<VersionRecord> = versions
+                    .get((key.as_str(), seq))
+                    .map_err(db_err)?
+                    .map(|v| decode(v.value()))
+                    .transpose()?;
+                let Some(mut item) = found else {
+                    return Ok(None);
+                };
+                if item.erased.is_some() {
+                    return Ok(Some(None));
+                }
+                let body = item.body.take();
+                item.erased = Some(erasure.clone());
+                versions
+                    .insert((key.as_str(), seq), encode(&item)?.as_slice())
+                    .map_err(db_err)?;
+                let event = WorkspaceEvent::of_erase(&scope, path.as_str(), &item, &erasure);
+                outbox::append(&txn, &scope, event, erasure.at)?;
+                changes::append(&txn, &scope, &Change::of_erase(&path, &item, &erasure))?;
+                body
+            };
+            txn.commit().map_err(db_err)?;
+            Ok(Some(body))
+        })
+        .await
     }
 
     async fn list_changes(&self, scope: &Scope, q: &ChangeQuery) -> Result<ChangePage> {

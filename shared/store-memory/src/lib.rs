@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::events::WorkspaceEvent;
 use workspace_core::model::{
-    BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
+    BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{
     BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged, StoredRecord,
@@ -227,6 +227,36 @@ impl MetaStore for MemoryMeta {
             .lock()?
             .get_mut(scope)
             .is_some_and(|s| s.snapshots.remove(id).is_some()))
+    }
+
+    async fn erase_version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+        erasure: &Erasure,
+    ) -> Result<Option<Option<BodyRef>>> {
+        let mut guard = self.lock()?;
+        let Some(state) = guard.get_mut(scope) else {
+            return Ok(None);
+        };
+        let Some(item) = state.versions.get_mut(&(path.to_string(), seq)) else {
+            return Ok(None);
+        };
+        if item.erased.is_some() {
+            return Ok(Some(None));
+        }
+        let body = item.body.take();
+        item.erased = Some(erasure.clone());
+        let item = item.clone();
+        let change = Change::of_erase(path, &item, erasure);
+        state.changes.insert(change.key.clone(), change);
+        let event = WorkspaceEvent::of_erase(scope, path.as_str(), &item, erasure);
+        self.outbox
+            .lock()
+            .map_err(|_| WorkspaceError::internal("memory store lock poisoned"))?
+            .append(scope, event, erasure.at);
+        Ok(Some(body))
     }
 
     async fn list_changes(&self, scope: &Scope, q: &ChangeQuery) -> Result<ChangePage> {

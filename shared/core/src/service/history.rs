@@ -93,6 +93,9 @@ impl WorkspaceService {
             .await?
             .filter(|v| v.lineage == h.lineage && !v.deleted)
             .ok_or_else(gone)?;
+        if let Some(by) = &item.erased {
+            return Err(super::erase::erased(path, n, by));
+        }
         // The caller holds the version in memory: bounded by its own limit.
         let (limit, name) = limit;
         if item.size > limit {

@@ -46,6 +46,7 @@ use std::sync::Arc;
 
 mod changes;
 mod downloads;
+mod erase;
 mod history;
 mod local_urls;
 mod pins;

@@ -78,6 +78,9 @@ impl WorkspaceService {
                 let item = item
                     .filter(|v| v.lineage == h.lineage && !v.deleted)
                     .ok_or_else(gone)?;
+                if let Some(by) = &item.erased {
+                    return Err(super::erase::erased(path, n, by));
+                }
                 let meta = FileMeta {
                     path: path.to_string(),
                     content_type: item.content_type,

@@ -134,6 +134,12 @@ impl WorkspaceService {
             .filter(|f| matches(&set, &f.path))
             .map(|f| (f.path.as_str(), f))
             .collect();
+        // A file whose snapshot version was erased cannot come back: it is left as it is.
+        let erased: Vec<&str> = wanted
+            .iter()
+            .filter(|(_, f)| f.erased)
+            .map(|(p, _)| *p)
+            .collect();
         let live: BTreeMap<String, Head> = self
             .all_live(scope)
             .await?
@@ -167,7 +173,10 @@ impl WorkspaceService {
             .map(String::as_str)
             .filter(|p| !wanted.contains_key(p))
             .collect();
-        paths.extend(wanted.keys().copied());
+        paths.extend(wanted.keys().copied().filter(|p| !erased.contains(p)));
+        report
+            .unchanged
+            .extend(erased.iter().map(|p| (*p).to_owned()));
         for path in paths {
             let want = wanted.get(path).copied();
             let mut have = live.get(path).cloned();

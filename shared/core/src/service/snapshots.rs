@@ -76,6 +76,7 @@ fn snapshot_file(h: &Head) -> SnapshotFile {
         updated_at: h.updated_at,
         sha256: h.sha256.clone(),
         kept: None,
+        erased: false,
     }
 }
 
@@ -441,6 +442,7 @@ impl WorkspaceService {
     /// Where a snapshot file's content is: its kept copy, or the pinned version item's
     /// body.
     async fn snapshot_body(&self, scope: &Scope, id: &str, file: &SnapshotFile) -> Result<BodyRef> {
+        super::erase::check_not_erased(file, id)?;
         if let Some(kept) = &file.kept {
             return Ok(kept.clone());
         }
