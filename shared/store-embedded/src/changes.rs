@@ -8,7 +8,7 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
 use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::{Result, Scope};
 
-const CHANGES: TableDefinition<&str, &[u8]> = TableDefinition::new("changes");
+pub(crate) const CHANGES: TableDefinition<&str, &[u8]> = TableDefinition::new("changes");
 /// Expired entries dropped per commit (more than one commit adds, so the log shrinks).
 const PRUNE_PER_COMMIT: usize = 2;
 

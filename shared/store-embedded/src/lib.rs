@@ -50,7 +50,7 @@ const LIVE_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("live_count
 const BODIES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("bodies");
 const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");
 /// Services' small records (`MetaStore::put_record`): `<scope prefix><kind>/<key>` → JSON.
-const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
+pub(crate) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
 pub(crate) const STAGED: TableDefinition<&str, &[u8]> = TableDefinition::new("staged");
 
 /// The database file's name inside the data directory.

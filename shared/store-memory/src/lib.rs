@@ -33,6 +33,18 @@ struct ScopeState {
     live: u64,
 }
 
+impl ScopeState {
+    /// Everything the scope holds, counted (what erasing a workspace must leave at zero).
+    pub(crate) fn items(&self) -> usize {
+        self.heads.len()
+            + self.versions.len()
+            + self.idempotency.len()
+            + self.snapshots.len()
+            + self.records.len()
+            + self.changes.len()
+    }
+}
+
 /// Metadata and commits in memory.
 #[derive(Default, Clone)]
 pub struct MemoryMeta {

@@ -199,10 +199,7 @@ impl SessionStore for MemorySessions {
         }
         n += self.meta.erase_events_of(scope)?;
         if let Some(files) = self.meta.lock()?.remove(scope) {
-            n += (files.heads.len()
-                + files.versions.len()
-                + files.idempotency.len()
-                + files.snapshots.len()) as u64;
+            n += files.items() as u64;
         }
         Ok(n)
     }
@@ -215,10 +212,7 @@ impl SessionStore for MemorySessions {
             n += st.sessions.get(scope).map_or(0, |s| s.len() as u64);
         }
         if let Some(files) = self.meta.lock()?.get(scope) {
-            n += (files.heads.len()
-                + files.versions.len()
-                + files.idempotency.len()
-                + files.snapshots.len()) as u64;
+            n += files.items() as u64;
         }
         Ok(n)
     }
