@@ -168,8 +168,16 @@ mod tests {
         );
         assert_eq!(Access::from_scopes(["workspace:read"]), Access::READ_ONLY);
         assert_eq!(
-            Access::from_scopes(["workspace:admin", "read"]),
+            Access::from_scopes(["workspace:owner", "read", "admin"]),
             Access::default()
+        );
+        // Admin is its own grant: it implies neither reading nor writing.
+        assert_eq!(
+            Access::from_scopes(["workspace:admin"]),
+            Access {
+                admin: true,
+                ..Access::default()
+            }
         );
     }
 

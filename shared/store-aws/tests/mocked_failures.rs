@@ -299,12 +299,12 @@ async fn a_moved_secrets_epoch_is_redacted_again_and_retried() {
         .build();
     let head =
         mock!(aws_sdk_dynamodb::Client::get_item).then_output(|| GetItemOutput::builder().build());
-    // Head, version, count, then the epoch check: only the last failed.
+    // Head, version, change-log entry, count, then the epoch check: only the last failed.
     let commit = mock!(aws_sdk_dynamodb::Client::transact_write_items)
         .sequence()
         .http_status(
             400,
-            Some(r#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled","CancellationReasons":[{"Code":"None"},{"Code":"None"},{"Code":"None"},{"Code":"ConditionalCheckFailed"}]}"#.into()),
+            Some(r#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled","CancellationReasons":[{"Code":"None"},{"Code":"None"},{"Code":"None"},{"Code":"None"},{"Code":"ConditionalCheckFailed"}]}"#.into()),
         )
         .output(|| TransactWriteItemsOutput::builder().build())
         .build();
