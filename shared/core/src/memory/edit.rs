@@ -86,14 +86,18 @@ impl Memory<'_> {
 
     /// The file at `p` (none for a directory or nothing), whole.
     async fn read(&self, p: &MemoryPath) -> Step<Option<StoredFile>> {
-        let Some(file) = &p.file else {
-            return Ok(None);
-        };
+        match &p.file {
+            Some(file) => self.read_file(file, &p.shown).await,
+            None => Ok(None),
+        }
+    }
+
+    /// Workspace file `file` whole (`shown` names it in answers); `None` when absent.
+    async fn read_file(&self, file: &FilePath, shown: &str) -> Step<Option<StoredFile>> {
         match self.service.open(&self.who.scope, file, None).await {
             Ok(FileRead::Inline(f)) => Ok(Some(f)),
             Ok(FileRead::Download { meta, .. }) => Err(Fail::Tool(format!(
-                "The file {} is {} bytes, over the {} bytes (maxFileBytes) the memory tool reads at once",
-                p.shown,
+                "The file {shown} is {} bytes, over the {} bytes (maxFileBytes) the memory tool reads at once",
                 meta.size,
                 self.service.limits().max_file_bytes
             ))),
@@ -337,18 +341,11 @@ impl Memory<'_> {
     async fn move_file(&self, src: &FilePath, dst: &FilePath) -> Step<Option<()>> {
         let mut copy_etag: Option<String> = None;
         for _ in 0..EDIT_ATTEMPTS {
-            let read = match self.service.open(&self.who.scope, src, None).await {
-                Ok(FileRead::Inline(f)) => f,
-                Ok(FileRead::Download { meta, .. }) => {
-                    return Err(Fail::Tool(format!(
-                        "{} is {} bytes, over the {} bytes (maxFileBytes) the memory tool moves",
-                        shown(self.prefix, &meta.path),
-                        meta.size,
-                        self.service.limits().max_file_bytes
-                    )))
-                }
-                Err(WorkspaceError::NotFound(_)) => return Ok(copy_etag.map(|_| ())),
-                Err(e) => return Err(e.into()),
+            let Some(read) = self
+                .read_file(src, &shown(self.prefix, src.as_str()))
+                .await?
+            else {
+                return Ok(copy_etag.map(|_| ()));
             };
             let copied = self
                 .write(
