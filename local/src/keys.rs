@@ -32,6 +32,7 @@ pub async fn create(
     tenant: &str,
     workspace: Option<&str>,
     access: workspace_core::Access,
+    paths: &workspace_core::PathScope,
     principal: Option<&str>,
 ) -> Result<(String, ManagedKey), String> {
     TenantId::parse(tenant).map_err(|e| format!("--tenant: {e}"))?;
@@ -48,6 +49,8 @@ pub async fn create(
         read: access.read,
         write: access.write,
         admin: access.admin,
+        allow_paths: paths.allow().to_vec(),
+        read_paths: paths.read().to_vec(),
         created_at: SystemClock.now_ms(),
         revoked_at: None,
     };
@@ -85,6 +88,7 @@ pub async fn authenticator(
                 DEFAULT_TENANT,
                 Some(DEFAULT_WORKSPACE),
                 workspace_core::Access::READ_WRITE,
+                &workspace_core::PathScope::whole(),
                 Some("local-key"),
             )
             .await?;
@@ -100,7 +104,7 @@ pub async fn authenticator(
 /// `keys list` output: one line per key, never a secret.
 pub fn describe(k: &ManagedKey) -> String {
     format!(
-        "{id}  tenant={tenant}  workspace={ws}  access={access}  principal={principal}  {state}",
+        "{id}  tenant={tenant}  workspace={ws}  access={access}{paths}  principal={principal}  {state}",
         id = k.id,
         tenant = k.tenant,
         ws = k.workspace.as_deref().unwrap_or("*"),
@@ -108,6 +112,11 @@ pub fn describe(k: &ManagedKey) -> String {
             (_, true) => "read,write,admin",
             (true, false) => "read,write",
             (false, false) => "read",
+        },
+        paths = match k.paths() {
+            Ok(p) if p.is_whole() => String::new(),
+            Ok(p) => format!("  paths={}", p.to_claim()),
+            Err(_) => "  paths=<unreadable: the key is refused>".to_owned(),
         },
         principal = k.principal,
         state = if k.revoked_at.is_some() {

@@ -131,6 +131,13 @@ enum KeysAction {
         /// Also workspace:admin: may erase versions from history.
         #[arg(long)]
         admin: bool,
+        /// Limit the key to paths matching this glob, which it may read and write
+        /// (repeatable; e.g. 'memory/**'). Without --allow and --read: every path.
+        #[arg(long = "allow", value_name = "GLOB")]
+        allow: Vec<String>,
+        /// Paths matching this glob the key may only read (repeatable; e.g. 'docs/**').
+        #[arg(long = "read", value_name = "GLOB")]
+        read: Vec<String>,
         /// Name recorded as the principal of its writes.
         #[arg(long)]
         principal: Option<String>,
@@ -208,6 +215,8 @@ async fn manage_keys(action: KeysAction) -> Result<(), String> {
             workspace,
             read_only,
             admin,
+            allow,
+            read,
             principal,
         } => {
             let access = workspace_core::Access {
@@ -215,11 +224,14 @@ async fn manage_keys(action: KeysAction) -> Result<(), String> {
                 write: !read_only,
                 admin,
             };
+            let paths = workspace_core::PathScope::new(allow, read)
+                .map_err(|e| format!("--allow/--read: {e}"))?;
             let (key, rec) = keys::create(
                 store,
                 &tenant,
                 workspace.as_deref(),
                 access,
+                &paths,
                 principal.as_deref(),
             )
             .await?;

@@ -78,6 +78,8 @@ pub async fn identity(
                 } else {
                     Access::READ_WRITE
                 },
+                // The operator's own session (no key): every path.
+                paths: workspace_core::PathScope::whole(),
             })
         }
         (None, None) => Err(format!(

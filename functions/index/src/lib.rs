@@ -68,12 +68,12 @@ impl IndexKeeper {
         }
         let who = Identity::read_write(Scope::parse(&e.tenant, &e.workspace)?, "index-subscriber");
         for _ in 0..MAX_ROUNDS {
-            let current = match self.files.get(&who.scope, &self.index, None).await {
+            let current = match self.files.get(&who, &self.index, None).await {
                 Ok(f) => Some(f),
                 Err(WorkspaceError::NotFound(_)) => None,
                 Err(other) => return Err(other),
             };
-            let text = self.render(&who.scope).await?;
+            let text = self.render(&who).await?;
             if current
                 .as_ref()
                 .is_some_and(|f| f.content == text.as_bytes())
@@ -106,7 +106,7 @@ impl IndexKeeper {
     }
 
     /// The index text for the workspace as it is now.
-    async fn render(&self, scope: &Scope) -> Result<String, WorkspaceError> {
+    async fn render(&self, who: &Identity) -> Result<String, WorkspaceError> {
         let mut lines = vec![
             format!("# Index of {}", self.prefix.as_str()),
             String::new(),
@@ -117,7 +117,7 @@ impl IndexKeeper {
         loop {
             let page = self
                 .files
-                .list(scope, &self.prefix, None, after.as_ref())
+                .list(who, &self.prefix, None, after.as_ref())
                 .await?;
             for f in &page.files {
                 if f.path != self.index.as_str() {

@@ -48,11 +48,7 @@ async fn announced(env: &common::Env) -> Vec<WorkspaceEvent> {
 
 async fn index_of(svc: &WorkspaceService) -> (String, u64) {
     let f = svc
-        .get(
-            &agent().scope,
-            &FilePath::parse("memory/INDEX.md").unwrap(),
-            None,
-        )
+        .get(&agent(), &FilePath::parse("memory/INDEX.md").unwrap(), None)
         .await
         .expect("the index exists");
     (String::from_utf8(f.content).unwrap(), f.meta.version)

@@ -87,6 +87,10 @@ pub fn open(events: &Events, stream: EventStream) -> ChannelBody {
             let full = page.len() == PAGE;
             for r in page {
                 cursor = r.position;
+                // A path-scoped key hears only of the paths it may read.
+                if !stream.paths.can_read(&r.event.path) {
+                    continue;
+                }
                 if tx
                     .send(frame(r.position, &r.event.envelope()))
                     .await

@@ -33,6 +33,18 @@ pub const KEY_READ_ONLY: &str = "key-acme-main-readonly-01";
 /// `acme/main` with `workspace:admin` too (erasing versions from history).
 pub const KEY_ADMIN: &str = "key-acme-main-admin-00001";
 
+/// `acme/main` limited to paths: reads and writes [`SCOPED_ALLOW`], only reads
+/// [`SCOPED_READ`], and reaches nothing else (`scoped.rs`).
+pub const KEY_SCOPED: &str = "key-acme-main-scoped-0001";
+pub const SCOPED_ALLOW: &[&str] = &["memory/**", "notes/*.md", "memories/agent-1/**"];
+pub const SCOPED_READ: &[&str] = &["docs/**"];
+
+/// [`KEY_SCOPED`]'s paths.
+pub fn scoped_paths() -> workspace_core::PathScope {
+    let own = |g: &[&str]| g.iter().map(|s| (*s).to_owned()).collect();
+    workspace_core::PathScope::new(own(SCOPED_ALLOW), own(SCOPED_READ)).expect("globs")
+}
+
 const RW: workspace_core::Access = workspace_core::Access::READ_WRITE;
 const ADMIN: workspace_core::Access = workspace_core::Access {
     read: true,
@@ -129,7 +141,7 @@ pub const IDENTITIES: &[(&str, &str, Option<&str>, &str, workspace_core::Access)
 /// [`IDENTITIES`] as managed key records, for a server process that reads its keys from a
 /// key store.
 pub fn managed_keys() -> Vec<workspace_core::keys::ManagedKey> {
-    IDENTITIES
+    let mut keys: Vec<_> = IDENTITIES
         .iter()
         .enumerate()
         .map(
@@ -142,11 +154,28 @@ pub fn managed_keys() -> Vec<workspace_core::keys::ManagedKey> {
                 read: access.read,
                 write: access.write,
                 admin: access.admin,
+                allow_paths: Vec::new(),
+                read_paths: Vec::new(),
                 created_at: 0,
                 revoked_at: None,
             },
         )
-        .collect()
+        .collect();
+    keys.push(workspace_core::keys::ManagedKey {
+        id: "contract-scoped".to_owned(),
+        digest: workspace_core::keys::key_digest(KEY_SCOPED),
+        tenant: "acme".to_owned(),
+        workspace: Some("main".to_owned()),
+        principal: "scoped".to_owned(),
+        read: true,
+        write: true,
+        admin: true,
+        allow_paths: scoped_paths().allow().to_vec(),
+        read_paths: scoped_paths().read().to_vec(),
+        created_at: 0,
+        revoked_at: None,
+    });
+    keys
 }
 
 /// A response, decoded.
@@ -311,6 +340,14 @@ impl Harness {
                 ),
             }
         }
+        // Admin too, so erasing is checked against its paths.
+        keys.add_scoped(
+            KEY_SCOPED,
+            scope("acme", "main"),
+            "scoped".into(),
+            ADMIN,
+            scoped_paths(),
+        );
         let clock = Arc::new(ManualClock(AtomicI64::new(SystemClock.now_ms())));
         let service = WorkspaceService::new(
             backend.meta.clone(),

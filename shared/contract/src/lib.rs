@@ -24,6 +24,7 @@ pub mod pins;
 pub mod protocol;
 pub mod redaction;
 pub mod runs;
+pub mod scoped;
 pub mod sessions;
 pub mod snapshots;
 pub mod uploads;
@@ -94,6 +95,10 @@ macro_rules! contract_tests {
             uploads::bad_upload_requests_are_refused_and_change_nothing,
             uploads::uploaded_text_is_redacted_like_an_inline_put,
             uploads::large_files_read_through_download_urls_pinned_to_their_version,
+            scoped::scoped_keys_read_and_write_only_their_paths,
+            scoped::scoped_keys_see_only_their_paths_in_changes_snapshots_and_runs,
+            scoped::hostile_paths_never_escape_a_key_scope,
+            scoped::scoped_keys_use_tools_and_memory_only_within_their_paths,
         );
     };
     (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {
@@ -130,6 +135,7 @@ macro_rules! capability_tests {
             blob::presigned_urls_are_bounded,
             blob::presign_is_scoped_and_checked,
             blob::discovery_advertises_the_real_limits,
+            scoped::routes_without_paths_refuse_scoped_keys,
         );
     };
     (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {

@@ -13,7 +13,7 @@ async fn rpc(h: &Harness, key: Option<&str>, msg: &Value) -> Reply {
 }
 
 /// Calls a tool: (text, isError).
-async fn tool(h: &Harness, key: &str, name: &str, args: Value) -> (String, bool) {
+pub(crate) async fn tool(h: &Harness, key: &str, name: &str, args: Value) -> (String, bool) {
     let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                      "params": {"name": name, "arguments": args}});
     let r = rpc(h, Some(key), &msg).await.assert_ok();

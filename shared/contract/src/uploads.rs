@@ -18,7 +18,13 @@ fn big_binary() -> Vec<u8> {
     (0..n).map(|i| (i % 256) as u8).rev().collect()
 }
 
-async fn start(h: &Harness, key: &str, path: &str, bytes: &[u8], content_type: &str) -> Reply {
+pub(crate) async fn start(
+    h: &Harness,
+    key: &str,
+    path: &str,
+    bytes: &[u8],
+    content_type: &str,
+) -> Reply {
     start_declared(
         h,
         key,

@@ -6,6 +6,7 @@
 
 use crate::model::{format_time, Erasure, Millis, VersionRecord};
 use crate::path::FilePath;
+use crate::path_scope::PathScope;
 use serde::{Deserialize, Serialize};
 
 /// How long an entry is kept (DynamoDB's TTL removes it after; the local stores drop a few
@@ -96,7 +97,8 @@ impl Change {
 }
 
 /// Which changes a page holds: keys in `[from, to)`, newest first, below `before` when
-/// given; of paths under `prefix`, by `principal` when given; `limit` at most.
+/// given; of paths under `prefix` the caller may read (`paths`), by `principal` when given;
+/// `limit` at most.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChangeQuery {
     pub from: Option<String>,
@@ -104,6 +106,7 @@ pub struct ChangeQuery {
     pub before: Option<String>,
     pub prefix: String,
     pub principal: Option<String>,
+    pub paths: PathScope,
     pub limit: usize,
 }
 
@@ -112,6 +115,7 @@ impl ChangeQuery {
     pub fn admits(&self, c: &Change) -> bool {
         c.path.starts_with(&self.prefix)
             && self.principal.as_ref().is_none_or(|p| *p == c.principal)
+            && self.paths.can_read(&c.path)
     }
 
     /// The exclusive upper key a store reads below: `before`, else `to`, else everything.

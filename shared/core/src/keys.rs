@@ -4,6 +4,7 @@
 
 use crate::error::Result;
 use crate::model::{sha256_hex, Millis};
+use crate::path_scope::PathScope;
 use crate::scope::Access;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,13 @@ pub struct ManagedKey {
     /// `workspace:admin`: may erase versions from history.
     #[serde(default)]
     pub admin: bool,
+    /// Globs of the paths the key may read and write (`keys create --allow`); with
+    /// `read_paths`, empty for the whole workspace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_paths: Vec<String>,
+    /// Globs of the paths the key may only read (`keys create --read`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_paths: Vec<String>,
     pub created_at: Millis,
     pub revoked_at: Option<Millis>,
 }
@@ -35,6 +43,12 @@ impl ManagedKey {
             write: self.write,
             admin: self.admin,
         }
+    }
+
+    /// The paths the key reaches (checked when the key was created; a record that no
+    /// longer parses is refused by the caller, never widened).
+    pub fn paths(&self) -> Result<PathScope> {
+        PathScope::new(self.allow_paths.clone(), self.read_paths.clone())
     }
 }
 

@@ -74,6 +74,10 @@ pub struct Snapshot {
     /// the bodies (`SnapshotFile::kept`), so no retention rule of any store can take them.
     #[serde(default)]
     pub keep: bool,
+    /// The globs a path-scoped key took it through: it holds only paths those match, and a
+    /// rollback to it touches no other path. Empty: the whole workspace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub covers: Vec<String>,
 }
 
 /// The expiry of what never expires.

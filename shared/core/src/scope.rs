@@ -2,6 +2,7 @@
 //! authenticated identity; nothing in a request body, query or other header can change them.
 
 use crate::error::{Result, WorkspaceError};
+use crate::path_scope::PathScope;
 use std::fmt;
 
 /// Longest tenant or workspace id.
@@ -127,13 +128,14 @@ impl Access {
     }
 }
 
-/// The authenticated caller: the scope it acts on, a principal name for audit, and what it
-/// may do there.
+/// The authenticated caller: the scope it acts on, a principal name for audit, what it may
+/// do there, and which of its paths it reaches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
     pub scope: Scope,
     pub principal: String,
     pub access: Access,
+    pub paths: PathScope,
 }
 
 impl Identity {
@@ -143,6 +145,7 @@ impl Identity {
             scope,
             principal: principal.into(),
             access: Access::READ_WRITE,
+            paths: PathScope::whole(),
         }
     }
 }

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 use workspace_core::keys::{key_digest, KeyStore};
 use workspace_core::sessions::Caller;
-use workspace_core::{Access, Identity, Result, Scope, TenantId, WorkspaceError, WorkspaceId};
+use workspace_core::{
+    Access, Identity, PathScope, Result, Scope, TenantId, WorkspaceError, WorkspaceId,
+};
 
 #[async_trait]
 pub trait Authenticator: Send + Sync {
@@ -64,6 +66,8 @@ pub struct Grant {
     pub workspace: Option<WorkspaceId>,
     pub principal: String,
     pub access: Access,
+    /// The paths of the workspace the credential reaches.
+    pub paths: PathScope,
 }
 
 impl Grant {
@@ -133,7 +137,28 @@ impl ApiKeys {
     }
 
     pub fn add_with_access(&mut self, key: &str, scope: Scope, principal: String, access: Access) {
-        self.push(key, scope.tenant, Some(scope.workspace), principal, access);
+        self.add_scoped(key, scope, principal, access, PathScope::whole());
+    }
+
+    /// Adds a key bound to one workspace and limited to `paths` of it.
+    pub fn add_scoped(
+        &mut self,
+        key: &str,
+        scope: Scope,
+        principal: String,
+        access: Access,
+        paths: PathScope,
+    ) {
+        self.entries.push(KeyEntry {
+            digest: digest(key),
+            grant: Grant {
+                tenant: scope.tenant,
+                workspace: Some(scope.workspace),
+                principal,
+                access,
+                paths,
+            },
+        });
     }
 
     /// Adds a key for every workspace of `tenant`.
@@ -144,24 +169,14 @@ impl ApiKeys {
         principal: String,
         access: Access,
     ) {
-        self.push(key, tenant, None, principal, access);
-    }
-
-    fn push(
-        &mut self,
-        key: &str,
-        tenant: TenantId,
-        workspace: Option<WorkspaceId>,
-        principal: String,
-        access: Access,
-    ) {
         self.entries.push(KeyEntry {
             digest: digest(key),
             grant: Grant {
                 tenant,
-                workspace,
+                workspace: None,
                 principal,
                 access,
+                paths: PathScope::whole(),
             },
         });
     }
@@ -217,6 +232,7 @@ pub fn resolve(grant: &Grant, parts: &Parts) -> Result<Identity> {
         scope: Scope::new(grant.tenant.clone(), workspace),
         principal: grant.principal.clone(),
         access: grant.access,
+        paths: grant.paths.clone(),
     })
 }
 
@@ -263,6 +279,7 @@ impl Authenticator for ManagedKeys {
                 .map_err(|_| unknown())?,
             principal: key.principal.clone(),
             access: key.access(),
+            paths: key.paths().map_err(|_| unknown())?,
         };
         Ok(grant)
     }

@@ -39,8 +39,11 @@ pub async fn list(
     };
     // The token is bound to the caller's scope and filters: another listing's is refused.
     let binding = format!(
-        "changes|{}|{}|{:?}",
-        who.scope.tenant, who.scope.workspace, filter
+        "changes|{}|{}|{}|{:?}",
+        who.scope.tenant,
+        who.scope.workspace,
+        who.paths.to_claim(),
+        filter
     );
     let keys = service.token_key();
     let before = query
@@ -48,7 +51,7 @@ pub async fn list(
         .map(|t| keys.open(&binding, t))
         .transpose()?;
     let page = service
-        .changes(&who.scope, &filter, query.limit()?, before)
+        .changes(who, &filter, query.limit()?, before)
         .await?;
     let rows: Vec<Value> = page
         .changes

@@ -10,12 +10,14 @@ use http::request::Parts;
 use http::{header, HeaderValue, Response, StatusCode};
 use workspace_core::capability::CapabilityCode;
 use workspace_core::events::{Since, DETAIL_TYPE, SOURCE};
-use workspace_core::{Identity, Result, Scope, WorkspaceError};
+use workspace_core::{Identity, PathScope, Result, Scope, WorkspaceError};
 
-/// What the transport streams: the events of `scope` after position `after`, as they come.
+/// What the transport streams: the events of `scope` after position `after`, as they come,
+/// of the paths `paths` may read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventStream {
     pub scope: Scope,
+    pub paths: PathScope,
     pub after: u64,
 }
 
@@ -68,6 +70,7 @@ pub async fn open(app: &App, who: &Identity, parts: &Parts) -> Result<HttpRespon
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     resp.extensions_mut().insert(EventStream {
         scope: who.scope.clone(),
+        paths: who.paths.clone(),
         after,
     });
     Ok(resp)

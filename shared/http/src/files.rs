@@ -56,9 +56,10 @@ impl PutBody {
 /// snapshot (or the live files), so a token of another listing is refused.
 fn listing_binding(who: &Identity, prefix: &PathPrefix, snapshot: Option<&str>) -> String {
     format!(
-        "files|{}|{}|{}|{}",
+        "files|{}|{}|{}|{}|{}",
         who.scope.tenant,
         who.scope.workspace,
+        who.paths.to_claim(),
         prefix.as_str(),
         snapshot.unwrap_or("live")
     )
@@ -120,14 +121,10 @@ pub async fn list(
     let page = match query.get("snapshot") {
         Some(id) => {
             service
-                .list_snapshot(&who.scope, id, &prefix, limit, after.as_ref())
+                .list_snapshot(who, id, &prefix, limit, after.as_ref())
                 .await?
         }
-        None => {
-            service
-                .list(&who.scope, &prefix, limit, after.as_ref())
-                .await?
-        }
+        None => service.list(who, &prefix, limit, after.as_ref()).await?,
     };
     let mut body = json!({ "files": page.files.iter().map(meta_json).collect::<Vec<_>>() });
     if let Some(after) = &page.next_after {
@@ -151,8 +148,8 @@ pub async fn get(
                 "give either version or snapshot, not both",
             ))
         }
-        (Some(id), None) => service.open_in_snapshot(&who.scope, id, &path).await?,
-        (None, version) => service.open(&who.scope, &path, version).await?,
+        (Some(id), None) => service.open_in_snapshot(who, id, &path).await?,
+        (None, version) => service.open(who, &path, version).await?,
     };
     match read {
         FileRead::Inline(file) => file_response(&file),

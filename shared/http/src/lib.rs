@@ -330,6 +330,9 @@ impl App {
             path
         };
         if let Some(extra) = self.extra_route(&parts.method, &path) {
+            if let Some(refused) = self.refuse_path_scoped(&parts).await {
+                return with_label(refused, extra.path);
+            }
             let call = Call {
                 app: self,
                 route: None,
@@ -346,6 +349,14 @@ impl App {
         let (label, result) = match match_route(&parts.method, &path) {
             Matched::Route { spec, tail } => match self.handlers.get(&spec.route) {
                 Some(handler) => {
+                    let scoped_refusal = if spec.public() || spec.route.takes_path_scoped_keys() {
+                        None
+                    } else {
+                        self.refuse_path_scoped(&parts).await
+                    };
+                    if let Some(refused) = scoped_refusal {
+                        return with_label(refused, spec.pattern);
+                    }
                     let call = Call {
                         app: self,
                         route: Some(spec.route),
@@ -379,6 +390,21 @@ impl App {
         let mut resp = result.unwrap_or_else(|e| error_to_response(&e));
         resp.extensions_mut().insert(RouteLabel(label));
         resp
+    }
+
+    /// 403 for a path-scoped credential on a route that has no paths to limit it to (see
+    /// [`Route::takes_path_scoped_keys`]); `None` otherwise, also for a missing or unknown
+    /// credential, which the route's handler answers itself.
+    async fn refuse_path_scoped(&self, parts: &http::request::Parts) -> Option<HttpResponse> {
+        let grant = self.grant(parts).await.ok()?;
+        if grant.paths.is_whole() {
+            return None;
+        }
+        Some(error_to_response(&WorkspaceError::Forbidden(
+            "this key is limited to some paths of its workspace; this route needs a key that \
+             reaches the whole workspace"
+                .to_owned(),
+        )))
     }
 
     /// What the request's credential grants: found by [`App::admit`] already, or looked up.
@@ -453,6 +479,11 @@ impl App {
         scope_check::names_only_its_own_scope(&who, parts, body)?;
         Ok(who)
     }
+}
+
+fn with_label(mut resp: HttpResponse, label: &'static str) -> HttpResponse {
+    resp.extensions_mut().insert(RouteLabel(label));
+    resp
 }
 
 fn no_route(parts: &http::request::Parts, path: &str) -> HttpResponse {

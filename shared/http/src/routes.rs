@@ -95,6 +95,40 @@ impl RouteSpec {
     }
 }
 
+impl Route {
+    /// Whether the route serves a path-scoped credential (`workspace_core::PathScope`): the
+    /// routes over the workspace's files, which check every path they name and filter
+    /// every path they return by it. The others (cache, blobs, the workspace and session
+    /// API) have no file paths to limit such a credential to, so they refuse it with 403;
+    /// a new route refuses it too until it is added here.
+    pub fn takes_path_scoped_keys(self) -> bool {
+        matches!(
+            self,
+            Route::ListFiles
+                | Route::ListChanges
+                | Route::GetFile
+                | Route::PutFile
+                | Route::DeleteFile
+                | Route::Mcp
+                | Route::Memory
+                | Route::ListVersions
+                | Route::RestoreVersion
+                | Route::EraseVersion
+                | Route::Diff
+                | Route::CreateSnapshot
+                | Route::ListSnapshots
+                | Route::GetSnapshot
+                | Route::RestoreSnapshot
+                | Route::DeleteSnapshot
+                | Route::CreateRun
+                | Route::ListRuns
+                | Route::GetRun
+                | Route::StartUpload
+                | Route::WorkspaceEvents
+        )
+    }
+}
+
 /// The function behind API Gateway's `$default` route, which receives every request no row
 /// matches; it answers from this table like the local server (404, or 405 with `Allow`).
 pub const UNMATCHED_FUNCTION: &str = "get";

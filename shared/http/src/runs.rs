@@ -54,7 +54,7 @@ pub async fn create(
 }
 
 pub async fn get(service: &WorkspaceService, who: &Identity, id: &str) -> Result<HttpResponse> {
-    let run = service.get_run(&who.scope, id).await?;
+    let run = service.get_run(who, id).await?;
     Ok(json_response(StatusCode::OK, &run_with_files(&run)))
 }
 

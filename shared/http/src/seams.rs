@@ -68,6 +68,8 @@ async fn owner(c: &Call<'_>, scope: Scope, writes: bool) -> Result<Identity> {
         scope,
         principal: SEAM_PRINCIPAL.to_owned(),
         access: Access::READ_WRITE,
+        // `App::handle` refuses path-scoped credentials on routes outside the table.
+        paths: workspace_core::PathScope::whole(),
     })
 }
 

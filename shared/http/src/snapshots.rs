@@ -46,13 +46,19 @@ fn info_json(s: &SnapshotInfo) -> Value {
     v
 }
 
-fn snapshot_json(s: &Snapshot) -> Value {
+/// A snapshot with its files (those the caller may read), and the globs it was taken
+/// through (`paths`) when a path-scoped key took it, shown to callers who reach them all.
+fn snapshot_json(who: &Identity, s: &Snapshot) -> Value {
     let mut v = info_json(&s.info());
     v["files"] = s
         .files
         .iter()
         .map(|f| json!({ "path": f.path, "version": f.version, "etag": f.etag }))
         .collect();
+    let own = who.paths.readable_globs();
+    if !s.covers.is_empty() && (who.paths.is_whole() || s.covers.iter().all(|g| own.contains(g))) {
+        v["paths"] = json!(s.covers);
+    }
     v
 }
 
@@ -75,7 +81,7 @@ pub async fn create(
         keep: parsed.keep,
     };
     let s = service.create_checkpoint(who, options).await?;
-    Ok(json_response(StatusCode::CREATED, &snapshot_json(&s)))
+    Ok(json_response(StatusCode::CREATED, &snapshot_json(who, &s)))
 }
 
 /// Checkpoints (not runs), newest first; `nextToken` continues.
@@ -96,8 +102,8 @@ pub async fn list(
 }
 
 pub async fn get(service: &WorkspaceService, who: &Identity, id: &str) -> Result<HttpResponse> {
-    let s = service.get_snapshot(&who.scope, id).await?;
-    Ok(json_response(StatusCode::OK, &snapshot_json(&s)))
+    let s = service.get_snapshot(who, id).await?;
+    Ok(json_response(StatusCode::OK, &snapshot_json(who, &s)))
 }
 
 pub async fn delete(service: &WorkspaceService, who: &Identity, id: &str) -> Result<HttpResponse> {

@@ -45,7 +45,7 @@ pub async fn history(
         .get("nextToken")
         .map(|t| open_token(service, &binding, t))
         .transpose()?;
-    let page = service.history(&who.scope, &path, limit, before).await?;
+    let page = service.history(who, &path, limit, before).await?;
     let rows: Vec<Value> = page
         .versions
         .iter()
@@ -126,7 +126,7 @@ pub async fn diff(
         .positive("from")?
         .ok_or_else(|| WorkspaceError::validation("from (a version number) is required"))?;
     let to = query.positive("to")?;
-    let d = service.diff(&who.scope, &path, from, to).await?;
+    let d = service.diff(who, &path, from, to).await?;
     Ok(json_response(
         StatusCode::OK,
         &json!({

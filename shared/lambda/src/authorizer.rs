@@ -48,6 +48,14 @@ pub async fn authorize<K: KeyStore + ?Sized>(
     if key.write {
         scopes.push("workspace:write");
     }
+    if key.admin {
+        scopes.push("workspace:admin");
+    }
+    // A key whose path globs no longer parse is refused, never widened to every path.
+    let Ok(paths) = key.paths() else {
+        tracing::error!(key = %key.id, "stored path globs do not parse");
+        return deny();
+    };
     let mut context = Map::new();
     context.insert(names.tenant.clone(), Value::from(key.tenant.clone()));
     // Only a bound key names its workspace here. A tenant-wide key's `X-Workspace-Id` is
@@ -59,5 +67,8 @@ pub async fn authorize<K: KeyStore + ?Sized>(
     }
     context.insert(names.principal.clone(), Value::from(key.principal.clone()));
     context.insert(names.scopes.clone(), Value::from(scopes.join(" ")));
+    if !paths.is_whole() {
+        context.insert(names.paths.clone(), Value::from(paths.to_claim()));
+    }
     json!({ "isAuthorized": true, "context": context })
 }

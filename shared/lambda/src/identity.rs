@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use http::request::Parts;
 use lambda_http::request::RequestContext;
-use workspace_core::{Access, Result, TenantId, WorkspaceError, WorkspaceId};
+use workspace_core::{Access, PathScope, Result, TenantId, WorkspaceError, WorkspaceId};
 use workspace_http::auth::{Authenticator, Grant};
 
 pub use workspace_wiring::ClaimNames;
@@ -89,11 +89,20 @@ impl Authenticator for AuthorizerClaims {
                 })
             })
             .transpose()?;
+        // Present, the path claim must parse to at least one glob: a malformed one is
+        // refused, never read as the whole workspace.
+        let paths = match claim(&self.names.paths) {
+            None => PathScope::whole(),
+            Some(c) => PathScope::from_claim(&c).map_err(|e| {
+                unauthenticated(&format!("claim '{}' is not usable ({e})", self.names.paths))
+            })?,
+        };
         Ok(Grant {
             tenant,
             workspace,
             principal: need(&self.names.principal)?,
             access: self.access(&claim),
+            paths,
         })
     }
 }

@@ -27,6 +27,17 @@ async fn store_key(
     workspace: Option<&str>,
     write: bool,
 ) -> (String, ManagedKey) {
+    store_scoped_key(store, tenant, workspace, write, &[], &[]).await
+}
+
+async fn store_scoped_key(
+    store: &DynamoKeys,
+    tenant: &str,
+    workspace: Option<&str>,
+    write: bool,
+    allow: &[&str],
+    read: &[&str],
+) -> (String, ManagedKey) {
     let (key, id) = new_key();
     let rec = ManagedKey {
         id,
@@ -37,6 +48,8 @@ async fn store_key(
         read: true,
         write,
         admin: false,
+        allow_paths: allow.iter().map(|g| (*g).to_owned()).collect(),
+        read_paths: read.iter().map(|g| (*g).to_owned()).collect(),
         created_at: 1,
         revoked_at: None,
     };
@@ -164,4 +177,82 @@ async fn authorize_now(store: &DynamoKeys, key: &str, named: Option<&str>) -> Va
     let answer = authorize(store, &names(), &request(key, named)).await;
     assert_eq!(answer["isAuthorized"], true, "{answer}");
     answer["context"].clone()
+}
+
+/// `put-file.json` for `path`, under the authorizer context or JWT claims `auth`.
+fn put_event(path: &str, auth: Value) -> lambda_http::Request {
+    let mut ev = event("put-file.json");
+    let raw = format!("/v1/host/workspace/files/{path}");
+    ev["rawPath"] = Value::from(raw.clone());
+    ev["requestContext"]["http"]["path"] = Value::from(raw);
+    ev["pathParameters"] = json!({ "path": path });
+    ev["requestContext"]["authorizer"] = auth;
+    lambda_http::request::from_str(&ev.to_string()).unwrap()
+}
+
+#[tokio::test]
+async fn path_scoped_keys_reach_only_their_paths_through_the_authorizer_and_jwt_claims() {
+    let env = testing::fresh(None).await;
+    let store = DynamoKeys::new(env.clients.dynamodb.clone(), &env.table);
+    let (key, _) = store_scoped_key(
+        &store,
+        "acme",
+        Some("main"),
+        true,
+        &["memory/**"],
+        &["docs/**"],
+    )
+    .await;
+    let context = authorize_now(&store, &key, None).await;
+    assert_eq!(
+        context["workspace_paths"], "allow:memory/** read:docs/**",
+        "{context}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let app = common::app_of(&["put", "list"], dir.path());
+    let put = |path: &str, auth: Value| {
+        let req = put_event(path, auth);
+        let app = &app;
+        async move {
+            let resp = workspace_lambda::handle(app, req).await.unwrap();
+            resp.status().as_u16()
+        }
+    };
+    let lambda = json!({ "lambda": context });
+    assert_eq!(put("memory/a.md", lambda.clone()).await, 200);
+    assert_eq!(put("docs/readme.md", lambda.clone()).await, 403);
+    assert_eq!(put("secret.md", lambda.clone()).await, 403);
+
+    // A JWT whose claim arrives as API Gateway renders an array: the same limits.
+    let mut claims = event("put-file.json")["requestContext"]["authorizer"].clone();
+    claims["jwt"]["claims"]["workspace_paths"] = Value::from("[allow:memory/** read:docs/**]");
+    assert_eq!(put("memory/b.md", claims.clone()).await, 200);
+    assert_eq!(put("notes/today.md", claims.clone()).await, 403);
+    // A whole-workspace token (no claim) writes anywhere; the listing of the scoped key
+    // shows only its own paths.
+    let whole = event("put-file.json")["requestContext"]["authorizer"].clone();
+    assert_eq!(put("secret.md", whole).await, 200);
+    let mut ev = event("list-files.json");
+    ev["rawQueryString"] = Value::from("");
+    ev["queryStringParameters"] = json!({});
+    ev["requestContext"]["authorizer"] =
+        json!({ "lambda": authorize_now(&store, &key, None).await });
+    let req = lambda_http::request::from_str(&ev.to_string()).unwrap();
+    let resp = workspace_lambda::handle(&app, req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let body: Value = serde_json::from_slice(resp.body().as_ref()).unwrap();
+    let paths: Vec<&str> = body["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["memory/a.md", "memory/b.md"], "{body}");
+
+    // A claim that is present but names no usable glob is refused, never widened.
+    for bad in ["", "memory/**", "allow:/etc/**"] {
+        claims["jwt"]["claims"]["workspace_paths"] = Value::from(bad);
+        assert_eq!(put("memory/c.md", claims.clone()).await, 401, "{bad:?}");
+    }
 }

@@ -4,7 +4,7 @@
 //! in listings and may delete). Tools hide markers from listings and searches.
 
 use crate::paths::Target;
-use workspace_core::{FileMeta, FilePath, PathPrefix, Result, Scope, WorkspaceService};
+use workspace_core::{FileMeta, FilePath, Identity, PathPrefix, Result, WorkspaceService};
 
 /// The marker `create_directory` writes.
 pub const MARKER: &str = ".keep";
@@ -17,14 +17,14 @@ pub fn is_marker(path: &str) -> bool {
 /// Every live file under `prefix`, sorted by path (all pages).
 pub async fn files_under(
     svc: &WorkspaceService,
-    scope: &Scope,
+    who: &Identity,
     prefix: &str,
 ) -> Result<Vec<FileMeta>> {
     let prefix = PathPrefix::parse(prefix)?;
     let mut out = Vec::new();
     let mut after: Option<FilePath> = None;
     loop {
-        let page = svc.list(scope, &prefix, None, after.as_ref()).await?;
+        let page = svc.list(who, &prefix, None, after.as_ref()).await?;
         out.extend(page.files);
         match page.next_after {
             Some(next) => after = Some(next),
@@ -36,23 +36,23 @@ pub async fn files_under(
 /// The live file at `path`, without reading its body (one listing query).
 pub async fn file_meta(
     svc: &WorkspaceService,
-    scope: &Scope,
+    who: &Identity,
     path: &FilePath,
 ) -> Result<Option<FileMeta>> {
     // `path` sorts before every other path it prefixes, so it is first if it exists.
     let page = svc
-        .list(scope, &PathPrefix::parse(path.as_str())?, Some(1), None)
+        .list(who, &PathPrefix::parse(path.as_str())?, Some(1), None)
         .await?;
     Ok(page.files.into_iter().find(|f| f.path == path.as_str()))
 }
 
 /// Whether `target` is a directory (the root always is).
-pub async fn dir_exists(svc: &WorkspaceService, scope: &Scope, target: &Target) -> Result<bool> {
+pub async fn dir_exists(svc: &WorkspaceService, who: &Identity, target: &Target) -> Result<bool> {
     match target {
         Target::Root => Ok(true),
         Target::Path(p) => {
             let page = svc
-                .list(scope, &PathPrefix::parse(&format!("{p}/"))?, Some(1), None)
+                .list(who, &PathPrefix::parse(&format!("{p}/"))?, Some(1), None)
                 .await?;
             Ok(!page.files.is_empty())
         }
@@ -62,11 +62,11 @@ pub async fn dir_exists(svc: &WorkspaceService, scope: &Scope, target: &Target) 
 /// The first ancestor of `path` that is a file, if any (a file cannot hold files).
 pub async fn file_ancestor(
     svc: &WorkspaceService,
-    scope: &Scope,
+    who: &Identity,
     path: &FilePath,
 ) -> Result<Option<FilePath>> {
     for a in crate::paths::ancestors(path) {
-        if file_meta(svc, scope, &a).await?.is_some() {
+        if file_meta(svc, who, &a).await?.is_some() {
             return Ok(Some(a));
         }
     }

@@ -127,7 +127,7 @@ proptest! {
         } else {
             prop_assert!(r["error"]["code"].is_i64(), "{}", r);
         }
-        let evil = Scope::parse("acme-evil", "main").unwrap();
+        let evil = Identity::read_write(Scope::parse("acme-evil", "main").unwrap(), "mallory");
         let page = runtime()
             .block_on(service().list(&evil, &PathPrefix::default(), None, None))
             .expect("list");

@@ -550,7 +550,7 @@ async fn writes_are_versions_events_and_redaction_like_put() {
     // The stored body, read through the service as HTTP GET does.
     let stored = f
         .service
-        .get(&f.acme.scope, &FilePath::parse("env.txt").unwrap(), None)
+        .get(&f.acme, &FilePath::parse("env.txt").unwrap(), None)
         .await
         .unwrap();
     assert_eq!(stored.meta.version, 1);

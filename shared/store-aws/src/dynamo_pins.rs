@@ -290,7 +290,9 @@ impl DynamoMeta {
         let mut page = ChangePage::default();
         for item in res.items() {
             let change = items::change_from(item)?;
-            if Some(change.key.as_str()) == q.before.as_deref() {
+            // Path globs are no DynamoDB filter: the caller's scope is applied here (a page
+            // may then be short; its token is opaque, so it never shows a skipped path).
+            if Some(change.key.as_str()) == q.before.as_deref() || !q.paths.can_read(&change.path) {
                 continue;
             }
             if page.changes.len() == q.limit {

@@ -217,6 +217,9 @@ pub fn snapshot_item(scope: &Scope, pk: String, sk: String, snap: &Snapshot) -> 
     if snap.keep {
         item.insert("keep".into(), AttributeValue::Bool(true));
     }
+    if !snap.covers.is_empty() {
+        item.insert("covers".into(), AttributeValue::Ss(snap.covers.clone()));
+    }
     Ok(item)
 }
 
@@ -241,6 +244,10 @@ pub fn snapshot_from(item: &Item) -> Result<Snapshot> {
         workflow_id: opt_s(item, "workflowId")?,
         label: opt_s(item, "label")?,
         keep: item.contains_key("keep") && get_bool(item, "keep")?,
+        covers: match item.get("covers") {
+            Some(v) => v.as_ss().map_err(|_| bad("covers"))?.clone(),
+            None => Vec::new(),
+        },
     })
 }
 

@@ -39,7 +39,6 @@ async fn each_operation_stays_within_its_call_budget() {
         &env.table,
     )));
     let path = FilePath::parse("notes/a.md").unwrap();
-    let scope = who().scope;
 
     // The first PUT of a container: the tenant's registered secrets and their epoch (WSR-1:
     // the body is redacted before it is uploaded), then the body upload and the head read
@@ -78,14 +77,14 @@ async fn each_operation_stays_within_its_call_budget() {
 
     // GET: the head (it carries the latest body's VersionId), then the body.
     log.reset();
-    assert_eq!(svc.get(&scope, &path, None).await.unwrap().content, b"two");
+    assert_eq!(svc.get(&who(), &path, None).await.unwrap().content, b"two");
     assert_eq!(log.calls(), ["DynamoDB.GetItem", "S3.GetObject"]);
     assert_eq!(log.sequential_depth(), 2);
 
     // A past version needs its version item too.
     log.reset();
     assert_eq!(
-        svc.get(&scope, &path, Some(1)).await.unwrap().content,
+        svc.get(&who(), &path, Some(1)).await.unwrap().content,
         b"one"
     );
     assert_eq!(
@@ -96,7 +95,7 @@ async fn each_operation_stays_within_its_call_budget() {
     // LIST: one Query.
     log.reset();
     let page = svc
-        .list(&scope, &PathPrefix::default(), None, None)
+        .list(&who(), &PathPrefix::default(), None, None)
         .await
         .unwrap();
     assert_eq!(page.files.len(), 1);
@@ -104,7 +103,7 @@ async fn each_operation_stays_within_its_call_budget() {
 
     // HISTORY: one Query.
     log.reset();
-    let page = svc.history(&scope, &path, None, None).await.unwrap();
+    let page = svc.history(&who(), &path, None, None).await.unwrap();
     assert_eq!(page.versions.len(), 2);
     assert_eq!(log.calls(), ["DynamoDB.Query"]);
 
@@ -120,7 +119,7 @@ async fn each_operation_stays_within_its_call_budget() {
 
     // A read through it: the record, the pinned version item, the body.
     log.reset();
-    let through = svc.get_in_snapshot(&scope, &snap.id, &path).await.unwrap();
+    let through = svc.get_in_snapshot(&who(), &snap.id, &path).await.unwrap();
     assert_eq!(through.content, b"two");
     assert_eq!(
         log.calls(),

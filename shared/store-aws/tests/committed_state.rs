@@ -208,18 +208,17 @@ async fn retention_prunes_version_items_and_their_s3_versions() {
             .unwrap();
     }
     let path = FilePath::parse("r.md").unwrap();
-    let scope = alice().scope;
     for n in 1..=3 {
         assert!(
             matches!(
-                svc.get(&scope, &path, Some(n)).await,
+                svc.get(&alice(), &path, Some(n)).await,
                 Err(WorkspaceError::NotFound(_))
             ),
             "v{n} pruned"
         );
     }
     assert_eq!(
-        svc.get(&scope, &path, Some(4)).await.unwrap().content,
+        svc.get(&alice(), &path, Some(4)).await.unwrap().content,
         b"v4"
     );
     assert_eq!(
@@ -240,10 +239,10 @@ async fn retention_prunes_version_items_and_their_s3_versions() {
         "only the retained versions keep bodies: {left:?}"
     );
     assert_eq!(
-        svc.get(&scope, &path, Some(4)).await.unwrap().content,
+        svc.get(&alice(), &path, Some(4)).await.unwrap().content,
         b"v4"
     );
-    assert_eq!(svc.get(&scope, &path, None).await.unwrap().content, b"v5");
+    assert_eq!(svc.get(&alice(), &path, None).await.unwrap().content, b"v5");
 }
 
 #[tokio::test]
@@ -284,7 +283,7 @@ async fn the_sweeper_removes_orphans_after_the_grace_period_only() {
     assert!(bodies.get(&orphan).await.unwrap().is_none());
     assert!(bodies.get(&stray).await.unwrap().is_none());
     let read = svc
-        .get(&alice().scope, &FilePath::parse("kept.md").unwrap(), None)
+        .get(&alice(), &FilePath::parse("kept.md").unwrap(), None)
         .await
         .unwrap();
     assert_eq!(
@@ -344,7 +343,7 @@ async fn a_failed_condition_leaves_no_body_behind() {
         "the uncommitted body was removed"
     );
     assert_eq!(
-        svc.get(&alice().scope, &FilePath::parse("c.md").unwrap(), None)
+        svc.get(&alice(), &FilePath::parse("c.md").unwrap(), None)
             .await
             .unwrap()
             .content,
@@ -362,7 +361,6 @@ async fn a_snapshot_keeps_pinned_s3_bodies_until_it_ends() {
     let svc = service(&env, 1);
     let key = "t/acme/w/main/files/p.md";
     let path = FilePath::parse("p.md").unwrap();
-    let scope = alice().scope;
     svc.put(&alice(), put("p.md", "pinned", None))
         .await
         .unwrap();
@@ -383,7 +381,10 @@ async fn a_snapshot_keeps_pinned_s3_bodies_until_it_ends() {
         2,
         "the pinned body and the latest survive"
     );
-    let through = svc.get_in_snapshot(&scope, &snap.id, &path).await.unwrap();
+    let through = svc
+        .get_in_snapshot(&alice(), &snap.id, &path)
+        .await
+        .unwrap();
     assert_eq!(through.content, b"pinned");
 
     svc.delete_snapshot(&alice(), &snap.id).await.unwrap();
@@ -398,7 +399,7 @@ async fn a_snapshot_keeps_pinned_s3_bodies_until_it_ends() {
         "released with its body"
     );
     assert!(matches!(
-        svc.get(&scope, &path, Some(1)).await,
+        svc.get(&alice(), &path, Some(1)).await,
         Err(WorkspaceError::NotFound(_))
     ));
 }

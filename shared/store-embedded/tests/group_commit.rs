@@ -103,7 +103,7 @@ async fn a_batch_decides_each_write_under_its_own_rules() {
     assert_eq!((own_ok, over_quota), (16, 0));
     let listed = svc
         .list(
-            &who.scope,
+            &who,
             &workspace_core::PathPrefix::parse("").unwrap(),
             None,
             None,
@@ -112,7 +112,7 @@ async fn a_batch_decides_each_write_under_its_own_rules() {
         .unwrap();
     assert_eq!(listed.files.len(), 19);
     let history = svc
-        .history(&who.scope, &FilePath::parse("race.md").unwrap(), None, None)
+        .history(&who, &FilePath::parse("race.md").unwrap(), None, None)
         .await
         .unwrap();
     assert_eq!(history.versions.len(), 2, "one racer's write and the base");

@@ -121,6 +121,9 @@ pub struct ClaimNames {
     pub workspace: String,
     pub principal: String,
     pub scopes: String,
+    /// The claim that limits a token to some paths (`allow:<glob> read:<glob> …`; see
+    /// `workspace_core::PathScope`); absent, the token reaches the whole workspace.
+    pub paths: String,
 }
 
 #[derive(Clone)]
@@ -212,6 +215,7 @@ impl Settings {
                 workspace: or("WORKSPACE_WORKSPACE_CLAIM", "workspace_id"),
                 principal: or("WORKSPACE_PRINCIPAL_CLAIM", "sub"),
                 scopes: or("WORKSPACE_SCOPE_CLAIM", "scope"),
+                paths: or("WORKSPACE_PATHS_CLAIM", "workspace_paths"),
             },
             local: LocalSettings {
                 backend,

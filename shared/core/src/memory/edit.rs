@@ -94,7 +94,7 @@ impl Memory<'_> {
 
     /// Workspace file `file` whole (`shown` names it in answers); `None` when absent.
     async fn read_file(&self, file: &FilePath, shown: &str) -> Step<Option<StoredFile>> {
-        match self.service.open(&self.who.scope, file, None).await {
+        match self.service.open(self.who, file, None).await {
             Ok(FileRead::Inline(f)) => Ok(Some(f)),
             Ok(FileRead::Download { meta, .. }) => Err(Fail::Tool(format!(
                 "The file {shown} is {} bytes, over the {} bytes (maxFileBytes) the memory tool reads at once",
@@ -127,12 +127,7 @@ impl Memory<'_> {
         loop {
             let page = self
                 .service
-                .list(
-                    &self.who.scope,
-                    &p.under,
-                    Some(MAX_LIST_LIMIT),
-                    after.as_ref(),
-                )
+                .list(self.who, &p.under, Some(MAX_LIST_LIMIT), after.as_ref())
                 .await?;
             out.extend(page.files);
             match page.next_after {
@@ -146,10 +141,7 @@ impl Memory<'_> {
         if p.is_root() {
             return Ok(true);
         }
-        let page = self
-            .service
-            .list(&self.who.scope, &p.under, Some(1), None)
-            .await?;
+        let page = self.service.list(self.who, &p.under, Some(1), None).await?;
         Ok(!page.files.is_empty())
     }
 

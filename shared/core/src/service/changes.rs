@@ -19,7 +19,7 @@ impl WorkspaceService {
     /// the previous page) continues.
     pub async fn changes(
         &self,
-        scope: &Scope,
+        who: &Identity,
         filter: &ChangeFilter,
         limit: Option<usize>,
         before: Option<String>,
@@ -34,9 +34,10 @@ impl WorkspaceService {
             before,
             prefix: filter.prefix.as_str().to_owned(),
             principal: filter.principal.clone(),
+            paths: who.paths.clone(),
             limit,
         };
-        let mut page = self.meta.list_changes(scope, &query).await?;
+        let mut page = self.meta.list_changes(&who.scope, &query).await?;
         let now = self.clock.now_ms();
         page.changes.retain(|c| c.expires_at > now);
         Ok(page)

@@ -31,6 +31,7 @@ impl WorkspaceService {
         n: u64,
         force: bool,
     ) -> Result<()> {
+        who.paths.check_write(path)?;
         let scope = &who.scope;
         let head = self.meta.head(scope, path).await?;
         let h = live(&head)

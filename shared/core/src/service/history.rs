@@ -43,11 +43,13 @@ impl WorkspaceService {
     /// A path never written (in this scope) is 404.
     pub async fn history(
         &self,
-        scope: &Scope,
+        who: &Identity,
         path: &FilePath,
         limit: Option<usize>,
         before: Option<u64>,
     ) -> Result<VersionPage> {
+        who.paths.check_read(path)?;
+        let scope = &who.scope;
         let limit = crate::limits::page_limit(limit, MAX_HISTORY_LIMIT, MAX_HISTORY_LIMIT)?;
         let mut versions = self
             .meta
@@ -123,6 +125,7 @@ impl WorkspaceService {
         if_match: Option<String>,
         idempotency_key: Option<String>,
     ) -> Result<StoredFile> {
+        who.paths.check_write(path)?;
         if let Some(v) = &if_match {
             check_header_value("If-Match", v)?;
         }
@@ -153,11 +156,13 @@ impl WorkspaceService {
     /// current lineage.
     pub async fn diff(
         &self,
-        scope: &Scope,
+        who: &Identity,
         path: &FilePath,
         from: u64,
         to: Option<u64>,
     ) -> Result<Diff> {
+        who.paths.check_read(path)?;
+        let scope = &who.scope;
         let to = match to {
             Some(n) => n,
             None => {

@@ -7,21 +7,23 @@ impl WorkspaceService {
     /// `maxFileBytes` is a 413 here (see [`Self::open`]).
     pub async fn get(
         &self,
-        scope: &Scope,
+        who: &Identity,
         path: &FilePath,
         version: Option<u64>,
     ) -> Result<StoredFile> {
-        self.read(scope, path, version, false).await?.inline()
+        who.paths.check_read(path)?;
+        self.read(&who.scope, path, version, false).await?.inline()
     }
 
     /// Like [`Self::get`], but a file over `maxFileBytes` comes as a download URL.
     pub async fn open(
         &self,
-        scope: &Scope,
+        who: &Identity,
         path: &FilePath,
         version: Option<u64>,
     ) -> Result<FileRead> {
-        self.read(scope, path, version, true).await
+        who.paths.check_read(path)?;
+        self.read(&who.scope, path, version, true).await
     }
 
     async fn read(
@@ -96,25 +98,42 @@ impl WorkspaceService {
         Ok((meta, body))
     }
 
-    /// Lists live files under `prefix`, sorted by path, a page at a time.
+    /// Lists the live files under `prefix` the caller may read, sorted by path, a page at a
+    /// time. For a path-scoped caller the store is read on past what it may not see (at
+    /// most `maxFiles` heads in all), so a page is full unless the listing is done.
     pub async fn list(
         &self,
-        scope: &Scope,
+        who: &Identity,
         prefix: &PathPrefix,
         limit: Option<usize>,
         after: Option<&FilePath>,
     ) -> Result<FilePage> {
         let limit = list_limit(limit)?;
-        let mut heads = self.meta.list_live(scope, prefix, after, limit + 1).await?;
-        let more = heads.len() > limit;
-        heads.truncate(limit);
+        let mut visible: Vec<Head> = Vec::new();
+        let mut after = after.cloned();
+        let more = loop {
+            let heads = self
+                .meta
+                .list_live(&who.scope, prefix, after.as_ref(), limit + 1)
+                .await?;
+            let exhausted = heads.len() <= limit;
+            after = heads.last().and_then(|h| FilePath::parse(&h.path).ok());
+            visible.extend(heads.into_iter().filter(|h| who.paths.can_read(&h.path)));
+            if visible.len() > limit {
+                break true;
+            }
+            if exhausted || after.is_none() {
+                break false;
+            }
+        };
+        visible.truncate(limit);
         let next_after = if more {
-            heads.last().and_then(|h| FilePath::parse(&h.path).ok())
+            visible.last().and_then(|h| FilePath::parse(&h.path).ok())
         } else {
             None
         };
         Ok(FilePage {
-            files: heads.iter().map(Head::meta).collect(),
+            files: visible.iter().map(Head::meta).collect(),
             next_after,
         })
     }

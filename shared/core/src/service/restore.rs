@@ -12,6 +12,7 @@
 
 use super::*;
 use crate::model::SnapshotFile;
+use crate::path_scope::PathScope;
 use crate::ports::StoredRecord;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
@@ -108,7 +109,14 @@ impl WorkspaceService {
     ) -> Result<RestoreReport> {
         let scope = &who.scope;
         let set = matcher(&req.paths)?;
-        let fingerprint = format!("{id}\n{:?}\n{:?}", req.paths, req.if_unchanged_since);
+        // The caller's path scope is part of the request: a report is never replayed to a
+        // key that could not have made it.
+        let fingerprint = format!(
+            "{id}\n{:?}\n{:?}\n{}",
+            req.paths,
+            req.if_unchanged_since,
+            who.paths.to_claim()
+        );
         if let Some(key) = &req.idempotency_key {
             check_header_value("Idempotency-Key", key)?;
             if let Some(done) = self.meta.record(scope, "restore", key).await? {
@@ -127,11 +135,16 @@ impl WorkspaceService {
                 }
             }
         }
-        let snapshot = self.get_snapshot(scope, id).await?;
+        let snapshot = self.snapshot_record(scope, id).await?;
+        // What the rollback may touch: paths the caller may write, that the snapshot covers
+        // (a path-scoped key's snapshot says nothing of other paths, so they stay), and
+        // that the request's globs select.
+        let covered = PathScope::new(snapshot.covers.clone(), Vec::new())?;
+        let in_reach = |p: &str| who.paths.can_write(p) && covered.can_read(p) && matches(&set, p);
         let wanted: BTreeMap<&str, &SnapshotFile> = snapshot
             .files
             .iter()
-            .filter(|f| matches(&set, &f.path))
+            .filter(|f| in_reach(&f.path))
             .map(|f| (f.path.as_str(), f))
             .collect();
         // A file whose snapshot version was erased cannot come back: it is left as it is.
@@ -144,12 +157,12 @@ impl WorkspaceService {
             .all_live(scope)
             .await?
             .into_iter()
-            .filter(|h| matches(&set, &h.path))
+            .filter(|h| in_reach(&h.path))
             .map(|h| (h.path.clone(), h))
             .collect();
         if let Some(since) = &req.if_unchanged_since {
             let changed = self
-                .changed_since(scope, since, &set, &live, &wanted)
+                .changed_since(scope, since, &in_reach, &live, &wanted)
                 .await?;
             if !changed.is_empty() {
                 return Err(WorkspaceError::Conflict {
@@ -289,18 +302,18 @@ impl WorkspaceService {
         &self,
         scope: &Scope,
         since: &Since,
-        set: &Option<GlobSet>,
+        in_reach: &impl Fn(&str) -> bool,
         live: &BTreeMap<String, Head>,
         wanted: &BTreeMap<&str, &SnapshotFile>,
     ) -> Result<Vec<String>> {
         let mut changed = Vec::new();
         match since {
             Since::Snapshot(base) => {
-                let base = self.get_snapshot(scope, base).await?;
+                let base = self.snapshot_record(scope, base).await?;
                 let then: BTreeMap<&str, &str> = base
                     .files
                     .iter()
-                    .filter(|f| matches(set, &f.path))
+                    .filter(|f| in_reach(&f.path))
                     .map(|f| (f.path.as_str(), f.etag.as_str()))
                     .collect();
                 for (path, etag) in &then {

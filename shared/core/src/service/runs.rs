@@ -54,11 +54,11 @@ impl WorkspaceService {
 
     /// A live run of this scope with the files it started with; unknown, expired, other
     /// scopes' ids and plain snapshots' ids are 404.
-    pub async fn get_run(&self, scope: &Scope, id: &str) -> Result<Snapshot> {
+    pub async fn get_run(&self, who: &Identity, id: &str) -> Result<Snapshot> {
         if !id.starts_with(RUN_ID_PREFIX) {
             return Err(unknown_run(id));
         }
-        match self.get_snapshot(scope, id).await {
+        match self.get_snapshot(who, id).await {
             Ok(s) if s.workflow_id.is_some() => Ok(s),
             Ok(_) | Err(WorkspaceError::NotFound(_)) => Err(unknown_run(id)),
             Err(e) => Err(e),

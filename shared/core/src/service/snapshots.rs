@@ -165,7 +165,15 @@ impl WorkspaceService {
         let scope = &who.scope;
         let now = self.clock.now_ms();
         let until = now.saturating_add(self.snapshot_ttl_ms);
-        let heads = self.all_live(scope).await?;
+        // A path-scoped key's snapshot holds only the paths it may read, and says so.
+        let heads: Vec<Head> = self
+            .all_live(scope)
+            .await?
+            .into_iter()
+            .filter(|h| who.paths.can_read(&h.path))
+            .collect();
+        let mut covers = who.paths.readable_globs();
+        covers.sort();
         // The record is one item on DynamoDB (400 KB): refuse before pinning anything.
         let mut listed: Vec<SnapshotFile> = heads.iter().map(snapshot_file).collect();
         if options.keep {
@@ -270,6 +278,7 @@ impl WorkspaceService {
             workflow_id,
             label: options.label,
             keep: options.keep,
+            covers,
         };
         if let Err(e) = self.meta.put_snapshot(scope, &snapshot).await {
             self.drop_copies(&snapshot.files).await;
@@ -324,8 +333,17 @@ impl WorkspaceService {
         ))
     }
 
-    /// A live snapshot of this scope; unknown, expired and other scopes' ids are 404.
-    pub async fn get_snapshot(&self, scope: &Scope, id: &str) -> Result<Snapshot> {
+    /// A live snapshot of the caller's scope, holding only the files the caller may read;
+    /// unknown, expired and other scopes' ids are 404.
+    pub async fn get_snapshot(&self, who: &Identity, id: &str) -> Result<Snapshot> {
+        let mut snapshot = self.snapshot_record(&who.scope, id).await?;
+        snapshot.files.retain(|f| who.paths.can_read(&f.path));
+        Ok(snapshot)
+    }
+
+    /// A live snapshot record, whole (for the service's own use: never answered as is to a
+    /// path-scoped caller).
+    pub(super) async fn snapshot_record(&self, scope: &Scope, id: &str) -> Result<Snapshot> {
         check_id(id)?;
         match self.meta.snapshot(scope, id).await? {
             Some(s) if s.expires_at > self.clock.now_ms() => Ok(s),
@@ -336,7 +354,20 @@ impl WorkspaceService {
     /// Deletes a snapshot: reads through it are 404 at once, and the versions only it held
     /// are released by the next commit to each path.
     pub async fn delete_snapshot(&self, who: &Identity, id: &str) -> Result<()> {
-        let snapshot = self.get_snapshot(&who.scope, id).await?;
+        let snapshot = self.snapshot_record(&who.scope, id).await?;
+        // A path-scoped key deletes only what it could have taken itself: a snapshot taken
+        // through globs it holds too. Decided on the record's globs, never on its files,
+        // so the answer says nothing about paths the key cannot see.
+        let own = who.paths.readable_globs();
+        if !who.paths.is_whole()
+            && (snapshot.covers.is_empty() || !snapshot.covers.iter().all(|g| own.contains(g)))
+        {
+            return Err(WorkspaceError::Forbidden(format!(
+                "snapshot {id} was taken by a key that reaches other paths; a key limited to \
+                 paths ({}) may delete only snapshots taken through its own globs",
+                own.join(", ")
+            )));
+        }
         if !self.meta.delete_snapshot(&who.scope, id).await? {
             return Err(unknown(id));
         }
@@ -370,14 +401,14 @@ impl WorkspaceService {
     /// Lists the files of a snapshot under `prefix`, a page at a time.
     pub async fn list_snapshot(
         &self,
-        scope: &Scope,
+        who: &Identity,
         id: &str,
         prefix: &PathPrefix,
         limit: Option<usize>,
         after: Option<&FilePath>,
     ) -> Result<FilePage> {
         let limit = list_limit(limit)?;
-        let snapshot = self.get_snapshot(scope, id).await?;
+        let snapshot = self.get_snapshot(who, id).await?;
         let mut rows: Vec<&SnapshotFile> = snapshot
             .files
             .iter()
@@ -401,33 +432,33 @@ impl WorkspaceService {
     /// Reads a file as the snapshot pinned it, inline (413 over `maxFileBytes`).
     pub async fn get_in_snapshot(
         &self,
-        scope: &Scope,
+        who: &Identity,
         id: &str,
         path: &FilePath,
     ) -> Result<StoredFile> {
-        self.read_in_snapshot(scope, id, path, false)
-            .await?
-            .inline()
+        self.read_in_snapshot(who, id, path, false).await?.inline()
     }
 
     /// Like [`Self::get_in_snapshot`], but a file over `maxFileBytes` comes as a URL.
     pub async fn open_in_snapshot(
         &self,
-        scope: &Scope,
+        who: &Identity,
         id: &str,
         path: &FilePath,
     ) -> Result<FileRead> {
-        self.read_in_snapshot(scope, id, path, true).await
+        self.read_in_snapshot(who, id, path, true).await
     }
 
     async fn read_in_snapshot(
         &self,
-        scope: &Scope,
+        who: &Identity,
         id: &str,
         path: &FilePath,
         allow_download: bool,
     ) -> Result<FileRead> {
-        let snapshot = self.get_snapshot(scope, id).await?;
+        who.paths.check_read(path)?;
+        let scope = &who.scope;
+        let snapshot = self.get_snapshot(who, id).await?;
         let file = snapshot
             .files
             .iter()

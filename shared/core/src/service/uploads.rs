@@ -128,6 +128,7 @@ impl WorkspaceService {
 
     /// Step 1: checks the declaration and answers the URL the bytes go to.
     pub async fn start_upload(&self, who: &Identity, req: UploadRequest) -> Result<UploadTicket> {
+        who.paths.check_write(&req.path)?;
         let max = self.limits.max_upload_bytes;
         if req.size > max {
             return Err(WorkspaceError::TooLarge {
@@ -220,6 +221,7 @@ impl WorkspaceService {
         path: &FilePath,
         req: UploadCommit,
     ) -> Result<FileMeta> {
+        who.paths.check_write(path)?;
         if let Some(v) = &req.if_match {
             check_header_value("If-Match", v)?;
         }

@@ -39,6 +39,7 @@ impl WorkspaceService {
             .path
             .clone()
             .ok_or_else(|| WorkspaceError::validation("path is required"))?;
+        who.paths.check_write(&path)?;
         if let Some(v) = &req.if_match {
             check_header_value("If-Match", v)?;
         }
@@ -75,6 +76,8 @@ impl WorkspaceService {
         content_type: &str,
         fingerprint_of: impl Fn(&str) -> String,
     ) -> Result<StoredFile> {
+        // Every write of content funnels through here (put, restore, upload commit).
+        who.paths.check_write(path)?;
         for _ in 0..MAX_SECRETS_ROUNDS {
             let (content, secrets) = self.redact_content(who, path, &req.content).await?;
             let sha = sha256_hex(&content);
@@ -327,6 +330,7 @@ impl WorkspaceService {
         path: &FilePath,
         if_match: Option<&str>,
     ) -> Result<()> {
+        who.paths.check_write(path)?;
         if let Some(v) = if_match {
             check_header_value("If-Match", v)?;
         }

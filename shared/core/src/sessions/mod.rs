@@ -46,6 +46,9 @@ impl Caller {
             scope: Scope::new(self.tenant.clone(), workspace.clone()),
             principal: self.principal.clone(),
             access: self.access,
+            // The workspace API refuses path-scoped credentials, so a caller here reaches
+            // every path.
+            paths: crate::PathScope::whole(),
         }
     }
 }

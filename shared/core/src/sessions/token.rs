@@ -1,17 +1,19 @@
-//! Paging tokens for the session list: opaque and tamper-evident. A token is the position
-//! (lastTaskAt, sessionId) plus an HMAC-SHA256 over it and the caller's scope (tenant,
-//! user, workspace), so a forged, altered or foreign token (another workspace or user) is
-//! refused. The key comes from the deployment (`WORKSPACE_SESSION_TOKEN_KEY`; the local
-//! server generates and keeps one in its data directory).
+//! Paging tokens for every listing: opaque and tamper-evident. A token is the position
+//! (where the page ended) encrypted and authenticated with ChaCha20-Poly1305 under a key
+//! derived from the deployment's, with the listing and the caller's scope as associated
+//! data, so a forged, altered or foreign token (another listing, workspace, user or path
+//! scope) is refused, and a token reveals nothing, not even the path a page ended at (a
+//! path-scoped caller's change-log page may end on an entry it cannot see). The key comes
+//! from the deployment (`WORKSPACE_SESSION_TOKEN_KEY`; the local server generates and keeps
+//! one in its data directory).
 
 use crate::error::{Result, WorkspaceError};
 use crate::model::Millis;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-
-type HmacSha256 = Hmac<Sha256>;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{ChaCha20Poly1305, Nonce};
+use sha2::{Digest, Sha256};
 
 /// Where a page ends: the last session shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,36 +50,57 @@ impl TokenKey {
         Self(rand::random::<[u8; 32]>().to_vec())
     }
 
-    fn mac(&self, binding: &str, body: &str) -> HmacSha256 {
-        let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC accepts keys of any length");
-        mac.update(binding.as_bytes());
-        mac.update(b"\n");
-        mac.update(body.as_bytes());
-        mac
+    fn cipher(&self) -> ChaCha20Poly1305 {
+        // A key of its own for tokens, derived so the configured bytes serve one purpose.
+        let key: [u8; 32] = Sha256::new()
+            .chain_update(b"workspace paging token v2\n")
+            .chain_update(&self.0)
+            .finalize()
+            .into();
+        ChaCha20Poly1305::new(&key.into())
     }
 
     /// A token carrying `body`, valid only under `binding` (the listing and the caller's
     /// scope it was issued for).
     pub fn seal(&self, binding: &str, body: &str) -> String {
-        let tag = self.mac(binding, body).finalize().into_bytes();
-        format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(body.as_bytes()),
-            URL_SAFE_NO_PAD.encode(tag)
-        )
+        let nonce: [u8; 12] = rand::random();
+        let sealed = self
+            .cipher()
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: body.as_bytes(),
+                    aad: binding.as_bytes(),
+                },
+            )
+            .expect("ChaCha20-Poly1305 encrypts any message under 256 GiB");
+        let mut out = nonce.to_vec();
+        out.extend(sealed);
+        URL_SAFE_NO_PAD.encode(out)
     }
 
     /// The body of a token [`TokenKey::seal`] issued under `binding`; anything else is 400.
     pub fn open(&self, binding: &str, token: &str) -> Result<String> {
-        let (body, tag) = token.split_once('.').ok_or_else(bad)?;
-        let body = String::from_utf8(URL_SAFE_NO_PAD.decode(body).map_err(|_| bad())?)
+        // Tokens are short; a long one is refused before any work.
+        if token.len() > 4096 {
+            return Err(bad());
+        }
+        let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+        if raw.len() < 12 + 16 {
+            return Err(bad());
+        }
+        let (nonce, sealed) = raw.split_at(12);
+        let body = self
+            .cipher()
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: sealed,
+                    aad: binding.as_bytes(),
+                },
+            )
             .map_err(|_| bad())?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| bad())?;
-        // verify_slice compares in constant time.
-        self.mac(binding, &body)
-            .verify_slice(&tag)
-            .map_err(|_| bad())?;
-        Ok(body)
+        String::from_utf8(body).map_err(|_| bad())
     }
 
     /// `binding` names the caller's scope; a token only verifies under the same binding.
@@ -111,9 +134,14 @@ mod tests {
         assert!(k.verify("acme|bob|w1", &t).is_err());
         assert!(k.verify("acme|alice|w2", &t).is_err());
         assert!(TokenKey::random().verify("acme|alice|w1", &t).is_err());
-        let (_, tag) = t.split_once('.').unwrap();
-        let forged = format!("{}.{tag}", URL_SAFE_NO_PAD.encode("43:s-1"));
-        assert!(k.verify("acme|alice|w1", &forged).is_err());
+        // Nothing of the position shows, and a flipped bit is refused.
+        let raw = URL_SAFE_NO_PAD.decode(&t).unwrap();
+        assert!(!raw.windows(3).any(|w| w == b"s-1"));
+        let mut flipped = raw.clone();
+        flipped[14] ^= 1;
+        assert!(k
+            .verify("acme|alice|w1", &URL_SAFE_NO_PAD.encode(flipped))
+            .is_err());
         for junk in ["", ".", "abc", "a.b", "!!.!!"] {
             assert!(k.verify("acme|alice|w1", junk).is_err(), "{junk}");
         }

@@ -14,7 +14,7 @@ pub(super) async fn load(ws: &Workspace<'_>, shown: &str) -> Result<StoredFile, 
         Target::Root => return Err(fail(format!("Not a file: {shown} is a directory"))),
         Target::Path(p) => p,
     };
-    match ws.service.get(&ws.who.scope, &path, None).await {
+    match ws.service.get(ws.who, &path, None).await {
         Ok(f) => Ok(f),
         Err(WorkspaceError::NotFound(_)) => Err(not_a_file(ws, &path, shown).await),
         Err(e) => Err(from_domain(e, shown)),
@@ -23,7 +23,7 @@ pub(super) async fn load(ws: &Workspace<'_>, shown: &str) -> Result<StoredFile, 
 
 /// Why there is no file at `path`: a directory is there, or nothing.
 pub(super) async fn not_a_file(ws: &Workspace<'_>, path: &FilePath, shown: &str) -> ToolOutput {
-    match tree::dir_exists(ws.service, &ws.who.scope, &Target::Path(path.clone())).await {
+    match tree::dir_exists(ws.service, ws.who, &Target::Path(path.clone())).await {
         Ok(true) => fail(format!("Not a file: {shown} is a directory")),
         Ok(false) => fail(format!("File not found: {shown}")),
         Err(e) => from_domain(e, shown),
@@ -82,7 +82,7 @@ pub async fn list_directory(ws: &Workspace<'_>, a: &Args) -> Outcome {
     require_read(ws)?;
     let shown = args::string(a, "path")?;
     let dir = target(shown)?;
-    let scope = &ws.who.scope;
+    let scope = ws.who;
     let prefix = dir.dir_prefix();
     let files = tree::files_under(ws.service, scope, &prefix)
         .await
@@ -131,7 +131,7 @@ pub async fn get_file_info(ws: &Workspace<'_>, a: &Args) -> Outcome {
     require_read(ws)?;
     let shown = args::string(a, "path")?;
     let t = target(shown)?;
-    let scope = &ws.who.scope;
+    let scope = ws.who;
     if let Target::Path(p) = &t {
         if let Some(m) = tree::file_meta(ws.service, scope, p)
             .await

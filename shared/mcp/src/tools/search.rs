@@ -42,12 +42,12 @@ async fn files_in(
     dir: &Target,
     shown: &str,
 ) -> Result<Vec<FileMeta>, ToolOutput> {
-    let files = tree::files_under(ws.service, &ws.who.scope, &dir.dir_prefix())
+    let files = tree::files_under(ws.service, ws.who, &dir.dir_prefix())
         .await
         .map_err(|e| from_domain(e, shown))?;
     if files.is_empty() {
         if let Target::Path(p) = dir {
-            if tree::file_meta(ws.service, &ws.who.scope, p)
+            if tree::file_meta(ws.service, ws.who, p)
                 .await
                 .map_err(|e| from_domain(e, shown))?
                 .is_some()
@@ -125,7 +125,7 @@ pub async fn grep(ws: &Workspace<'_>, a: &Args) -> Outcome {
     let t = target(shown)?;
     // A file path searches that file; a directory searches the files below it.
     let (files, prefix) = match &t {
-        Target::Path(p) => match tree::file_meta(ws.service, &ws.who.scope, p)
+        Target::Path(p) => match tree::file_meta(ws.service, ws.who, p)
             .await
             .map_err(|e| from_domain(e, shown))?
         {
@@ -147,7 +147,7 @@ pub async fn grep(ws: &Workspace<'_>, a: &Args) -> Outcome {
             continue;
         }
         let path = workspace_core::FilePath::parse(&f.path).map_err(|e| from_domain(e, shown))?;
-        let file = match ws.service.get(&ws.who.scope, &path, None).await {
+        let file = match ws.service.get(ws.who, &path, None).await {
             Ok(file) => file,
             // Deleted since it was listed, or over maxFileBytes (not searched inline).
             Err(

@@ -28,7 +28,7 @@ async fn file_target(ws: &Workspace<'_>, shown: &str) -> Result<FilePath, ToolOu
         Target::Root => return Err(fail(format!("Not a file: {shown} is a directory"))),
         Target::Path(p) => p,
     };
-    let scope = &ws.who.scope;
+    let scope = ws.who;
     let is_dir = tree::dir_exists(ws.service, scope, &Target::Path(path.clone()))
         .await
         .map_err(|e| from_domain(e, shown))?;
@@ -57,7 +57,7 @@ async fn precondition(
         None => Ok((None, false)),
         Some(0) => Ok((None, true)),
         Some(n) => {
-            let meta = tree::file_meta(ws.service, &ws.who.scope, path)
+            let meta = tree::file_meta(ws.service, ws.who, path)
                 .await
                 .map_err(|e| from_domain(e, shown))?;
             match meta {
@@ -125,7 +125,7 @@ pub async fn create_directory(ws: &Workspace<'_>, a: &Args) -> Outcome {
         Target::Root => return exists(),
         Target::Path(p) => p,
     };
-    let scope = &ws.who.scope;
+    let scope = ws.who;
     let domain = |e| from_domain(e, shown);
     if tree::file_meta(ws.service, scope, &path)
         .await
@@ -168,7 +168,7 @@ pub async fn delete_file(ws: &Workspace<'_>, a: &Args) -> Outcome {
         Target::Root => return Err(fail(format!("Not a file: {shown} is a directory"))),
         Target::Path(p) => p,
     };
-    let meta = tree::file_meta(ws.service, &ws.who.scope, &path)
+    let meta = tree::file_meta(ws.service, ws.who, &path)
         .await
         .map_err(|e| from_domain(e, shown))?;
     let Some(m) = meta else {
@@ -204,7 +204,7 @@ pub async fn move_file(ws: &Workspace<'_>, a: &Args) -> Outcome {
             "Source and destination are the same file: {src_shown}"
         )));
     }
-    let taken = tree::file_meta(ws.service, &ws.who.scope, &dst)
+    let taken = tree::file_meta(ws.service, ws.who, &dst)
         .await
         .map_err(|e| from_domain(e, dst_shown))?
         .is_some();
