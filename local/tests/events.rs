@@ -445,3 +445,63 @@ async fn webhooks_get_every_event_signed_in_order_through_failures_and_restarts(
     paths.dedup(); // at least once: a redelivery repeats, never reorders
     assert_eq!(paths, ["a.md", "b.md", "c.md", "d.md", "e.md"]);
 }
+
+#[tokio::test]
+async fn a_path_scoped_key_hears_only_of_its_own_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let (created, out, err) = common::run_args(
+        dir.path(),
+        &[],
+        &[
+            "keys",
+            "create",
+            "--tenant",
+            "acme",
+            "--workspace",
+            "main",
+            "--allow",
+            "memory/**",
+            "--read",
+            "docs/**",
+        ],
+    );
+    assert!(created.success(), "{err}");
+    let scoped = out.lines().next().unwrap().trim().to_owned();
+    assert!(
+        out.contains("paths=allow:memory/** read:docs/**"),
+        "keys create shows the paths: {out}"
+    );
+    let (_, listed, _) = common::run_args(dir.path(), &[], &["keys", "list"]);
+    assert!(
+        listed.contains("paths=allow:memory/** read:docs/**"),
+        "{listed}"
+    );
+    let (refused, _, err) = common::run_args(
+        dir.path(),
+        &[],
+        &["keys", "create", "--tenant", "acme", "--allow", "a b"],
+    );
+    assert!(
+        !refused.success() && err.contains("--allow/--read"),
+        "{err}"
+    );
+
+    let keys = keys();
+    let s = Server::start(dir.path(), &[("WORKSPACE_API_KEYS", &keys)]).await;
+    let mut mine = Sse::open(&s, &scoped, None).await;
+    put(&s, KEY_A, "secret/x.md", "hidden").await;
+    put(&s, KEY_A, "docs/d.md", "readable").await;
+    put(&s, KEY_A, "memory/m.md", "writable").await;
+    let (_, first) = mine.expect().await;
+    let (_, second) = mine.expect().await;
+    assert_eq!(
+        (&first["detail"]["path"], &second["detail"]["path"]),
+        (&json!("docs/d.md"), &json!("memory/m.md"))
+    );
+    assert!(mine.next(Duration::from_millis(500)).await.is_none());
+    // And over real HTTP, writes outside are refused.
+    let r = common::put_content(&Client::new(), files(&s, "secret/y.md"), &scoped, "x").await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let r = common::put_content(&Client::new(), files(&s, "memory/n.md"), &scoped, "x").await;
+    assert_eq!(r.status(), StatusCode::OK);
+}

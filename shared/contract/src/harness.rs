@@ -45,6 +45,9 @@ pub fn scoped_paths() -> workspace_core::PathScope {
     workspace_core::PathScope::new(own(SCOPED_ALLOW), own(SCOPED_READ)).expect("globs")
 }
 
+/// The key [`Harness::with_path_scope`] adds.
+pub const KEY_PROPERTY: &str = "key-acme-main-property-01";
+
 const RW: workspace_core::Access = workspace_core::Access::READ_WRITE;
 const ADMIN: workspace_core::Access = workspace_core::Access {
     read: true,
@@ -327,7 +330,38 @@ impl Harness {
     }
 
     pub async fn with_limits(backend: Backend, limits: Limits) -> Self {
+        Self::build(backend, limits, None).await
+    }
+
+    /// The harness with one more key, [`KEY_PROPERTY`] (acme/main, read-write), limited to
+    /// `paths`, and room for `max_files` files.
+    pub async fn with_path_scope(
+        backend: Backend,
+        paths: workspace_core::PathScope,
+        max_files: u64,
+    ) -> Self {
+        let limits = Limits {
+            max_files,
+            ..LIMITS
+        };
+        Self::build(backend, limits, Some(paths)).await
+    }
+
+    async fn build(
+        backend: Backend,
+        limits: Limits,
+        property_scope: Option<workspace_core::PathScope>,
+    ) -> Self {
         let mut keys = ApiKeys::default();
+        if let Some(paths) = property_scope {
+            keys.add_scoped(
+                KEY_PROPERTY,
+                scope("acme", "main"),
+                "property".into(),
+                RW,
+                paths,
+            );
+        }
         for (key, tenant, workspace, principal, access) in IDENTITIES {
             let access = *access;
             match workspace {
