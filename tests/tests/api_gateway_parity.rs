@@ -368,6 +368,7 @@ fn script() -> Vec<Step> {
         ("discovery", "/.well-known/openwop"),
         ("capabilities", "/v1/host/capabilities"),
         ("mcp-health", "/mcp/health"),
+        ("openapi", "/openapi.json"),
     ] {
         s.add(label, "GET", target, |st| {
             st.who(Who::Anon).expect(Expect::Status(200))

@@ -178,3 +178,59 @@ fn no_http_function_outlives_the_integration_timeout() {
     }
     assert!(checked >= 10, "found {checked} HTTP functions");
 }
+
+/// The OpenAPI document: the committed `openapi.json` is exactly what the server serves
+/// (`UPDATE_OPENAPI=1` rewrites it), and its operations are the route table's rows and
+/// template.yaml's routes, in both directions, each with the security its route has.
+#[test]
+fn the_openapi_document_equals_the_route_table_and_the_template() {
+    let doc = workspace_http::openapi::document();
+    let text = serde_json::to_string_pretty(&doc).unwrap() + "\n";
+    let file = root().join("openapi.json");
+    if std::env::var("UPDATE_OPENAPI").as_deref() == Ok("1") {
+        std::fs::write(&file, &text).unwrap();
+    }
+    let committed = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(
+        committed == text,
+        "openapi.json differs from the document the server serves; run \
+         UPDATE_OPENAPI=1 cargo test -p workspace-tests --test template_routes"
+    );
+
+    let in_doc: BTreeSet<(String, String, bool)> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, item)| {
+            item.as_object().unwrap().iter().map(move |(method, op)| {
+                let public = op.get("security") == Some(&serde_json::json!([]));
+                (method.to_ascii_uppercase(), path.clone(), public)
+            })
+        })
+        .collect();
+    let in_table: BTreeSet<(String, String, bool)> = ROUTES
+        .iter()
+        .map(|r| {
+            (
+                r.method.to_string(),
+                workspace_http::openapi::openapi_path(r.pattern),
+                r.public(),
+            )
+        })
+        .collect();
+    assert_eq!(in_doc, in_table, "document vs route table");
+    let gateway = Gateway::from_template(&root().join("template.yaml"));
+    let in_template: BTreeSet<(String, String, bool)> = gateway
+        .routes
+        .iter()
+        .filter(|r| r.path != "$default")
+        .map(|r| {
+            (
+                r.method.clone(),
+                workspace_http::openapi::openapi_path(&r.path),
+                !r.authorized,
+            )
+        })
+        .collect();
+    assert_eq!(in_doc, in_template, "document vs template.yaml");
+}

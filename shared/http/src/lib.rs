@@ -4,6 +4,9 @@
 //! only its own rows, so it links only their code), which authenticates it and hands it to
 //! the domain service; every failure leaves as the one error envelope.
 
+// The OpenAPI document's schemas are large `json!` literals.
+#![recursion_limit = "512"]
+
 pub mod auth;
 pub mod blob;
 pub mod cache;
@@ -14,6 +17,7 @@ pub mod events;
 pub mod files;
 pub mod handler;
 pub mod memory;
+pub mod openapi;
 pub mod request;
 pub mod routes;
 pub mod runs;

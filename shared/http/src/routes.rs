@@ -8,6 +8,8 @@ pub enum Route {
     Health,
     Discovery,
     Capabilities,
+    /// The OpenAPI document of this table (`crate::openapi`).
+    OpenApi,
     ListFiles,
     /// The workspace's change log.
     ListChanges,
@@ -90,7 +92,11 @@ impl RouteSpec {
     pub fn public(&self) -> bool {
         matches!(
             self.route,
-            Route::Health | Route::Discovery | Route::Capabilities | Route::McpHealth
+            Route::Health
+                | Route::Discovery
+                | Route::Capabilities
+                | Route::OpenApi
+                | Route::McpHealth
         )
     }
 }
@@ -150,6 +156,12 @@ pub const ROUTES: &[RouteSpec] = &[
         method: Method::GET,
         pattern: "/v1/host/capabilities",
         route: Route::Capabilities,
+        function: "get",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/openapi.json",
+        route: Route::OpenApi,
         function: "get",
     },
     RouteSpec {

@@ -21,6 +21,7 @@ pub const GET: Routes = &[
     (Route::Health, health),
     (Route::Discovery, discovery_document),
     (Route::Capabilities, discovery_document),
+    (Route::OpenApi, openapi_document),
     (Route::GetFile, get_file),
     (Route::ListVersions, list_versions),
     (Route::Diff, diff),
@@ -97,6 +98,17 @@ fn health(_: Call<'_>) -> Reply<'_> {
         Ok(json_response(
             StatusCode::OK,
             &json!({ "status": "ok", "service": "agent-workspace", "version": env!("CARGO_PKG_VERSION") }),
+        ))
+    })
+}
+
+fn openapi_document(_: Call<'_>) -> Reply<'_> {
+    // Built once per process: it depends on the route table alone.
+    static DOCUMENT: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    Box::pin(async {
+        Ok(json_response(
+            StatusCode::OK,
+            DOCUMENT.get_or_init(crate::openapi::document),
         ))
     })
 }
