@@ -1,0 +1,205 @@
+//! The command line: global flags and one subcommand each (clap derive).
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ws",
+    version,
+    about = "A command-line client for the Agent Workspace API",
+    after_help = "Exit codes: 0 ok, 1 conflict, 2 not found, 3 auth, 4 bad input, 5 server or network."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Args)]
+pub struct Global {
+    /// Print the server's JSON (or a JSON summary) instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The deployment's base URL (overrides the stored one)
+    #[arg(long, global = true, env = "WS_URL", value_name = "URL")]
+    pub url: Option<String>,
+    /// The API key or bearer token (overrides the stored one)
+    // hide_env_values: `--help` would otherwise print the key from WS_KEY.
+    #[arg(
+        long,
+        global = true,
+        env = "WS_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    pub key: Option<String>,
+    /// The workspace, sent as X-Workspace-Id (needed with tenant-wide keys)
+    #[arg(long, global = true, env = "WS_WORKSPACE", value_name = "W")]
+    pub workspace: Option<String>,
+}
+
+// By hand: the derived one would print the key.
+impl std::fmt::Debug for Global {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Global")
+            .field("json", &self.json)
+            .field("url", &self.url)
+            .field("key", &self.key.as_ref().map(|_| "<hidden>"))
+            .field("workspace", &self.workspace)
+            .finish()
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a credential with one request, then store it (0600) for later commands
+    ///
+    /// Without --key (or WS_KEY) the key is read from the first line of standard input.
+    Login,
+    /// List live files (every page), optionally under a prefix
+    Ls {
+        /// Only paths that start with this
+        prefix: Option<String>,
+        /// Files asked for per request (the server's default when absent)
+        #[arg(long, value_name = "N")]
+        page_size: Option<u32>,
+    },
+    /// Write a file's exact bytes to standard output
+    Cat {
+        /// The file's path in the workspace
+        path: String,
+        /// Read this version of the current lineage
+        #[arg(long, value_name = "N", conflicts_with = "snapshot")]
+        version: Option<u64>,
+        /// Read the file as a snapshot pinned it
+        #[arg(long, value_name = "ID")]
+        snapshot: Option<String>,
+    },
+    /// Write a file from a local file, or standard input (`-` or no file)
+    Put {
+        /// The file's path in the workspace
+        path: String,
+        /// The local file; `-` or absent: standard input
+        file: Option<PathBuf>,
+        /// Write only if the file's current etag is this one
+        #[arg(long, value_name = "ETAG", conflicts_with = "safe")]
+        if_match: Option<String>,
+        /// Write only if the file is still the version this machine last read or wrote
+        /// (or, if it never saw one, only if the file does not exist)
+        #[arg(long)]
+        safe: bool,
+        /// The content type (the server guesses from the name when absent)
+        #[arg(long, value_name = "TYPE")]
+        content_type: Option<String>,
+    },
+    /// Delete a file
+    Rm {
+        /// The file's path in the workspace
+        path: String,
+        /// Delete only if the file's current etag is this one
+        #[arg(long, value_name = "ETAG", conflicts_with = "safe")]
+        if_match: Option<String>,
+        /// Delete only if the file is still the version this machine last read or wrote
+        #[arg(long)]
+        safe: bool,
+    },
+    /// A file's version history, newest first
+    Log {
+        /// The file's path in the workspace
+        path: String,
+    },
+    /// The unified diff of a file from version A to version B (default: the latest)
+    Diff {
+        /// The file's path in the workspace
+        path: String,
+        /// The version to diff from
+        #[arg(value_name = "A")]
+        from: u64,
+        /// The version to diff to (default: the latest)
+        #[arg(value_name = "B")]
+        to: Option<u64>,
+    },
+    /// Write version N of a file back as its newest version
+    Restore {
+        /// The file's path in the workspace
+        path: String,
+        /// The version to bring back
+        #[arg(value_name = "N")]
+        version: u64,
+        /// Restore only if the file's current etag is this one
+        #[arg(long, value_name = "ETAG")]
+        if_match: Option<String>,
+    },
+    /// Snapshots: every live file pinned at one instant
+    #[command(subcommand)]
+    Snapshot(SnapshotCommand),
+    /// Push every regular file under DIR, skipping those whose content is unchanged
+    Sync {
+        /// The local directory
+        dir: PathBuf,
+        /// Where under the workspace the files go (`P/<relative path>`)
+        #[arg(long, value_name = "P")]
+        prefix: Option<String>,
+    },
+    /// Follow the workspace's change events (server-sent events), one line each
+    ///
+    /// Starts with every event the server still retains, unless --after says where to resume.
+    Watch {
+        /// Resume after this event id (the first column of each line)
+        #[arg(long, value_name = "ID")]
+        after: Option<u64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SnapshotCommand {
+    /// Pin every live file now; prints the snapshot id
+    Create {
+        /// A label, which makes it a checkpoint
+        #[arg(long, value_name = "L")]
+        label: Option<String>,
+        /// Keep it until it is deleted (no expiry)
+        #[arg(long)]
+        keep: bool,
+    },
+    /// List live snapshots, newest first
+    Ls,
+    /// Show a snapshot and the files it pins
+    Show {
+        /// The snapshot id (as `ws snapshot create` or `ws snapshot ls` printed it)
+        #[arg(value_name = "ID")]
+        id: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn cat_takes_version_although_ws_has_a_version_flag() {
+        let cli = Cli::try_parse_from(["ws", "cat", "a.md", "--version", "2"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Cat {
+                version: Some(2),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn global_flags_go_before_or_after_the_subcommand() {
+        let cli = Cli::try_parse_from(["ws", "ls", "--json", "--workspace", "w"]).unwrap();
+        assert!(cli.global.json);
+        assert_eq!(cli.global.workspace.as_deref(), Some("w"));
+    }
+}
