@@ -402,6 +402,7 @@ async fn serve() -> Result<(), String> {
         log,
         bell: bell.clone(),
         stopping,
+        streams: Arc::new(tokio::sync::Semaphore::new(local.max_event_streams)),
     });
     if let Some(events) = &events {
         events::prune_forever(

@@ -176,7 +176,23 @@ async fn handle(State(served): State<Arc<Served>>, req: Request<Body>) -> Respon
     // The event stream route judged the request; its body is the stream itself.
     let stream = resp.extensions().get::<EventStream>().cloned();
     match (stream, &served.events) {
-        (Some(stream), Some(events)) => resp.map(|_| Body::new(sse::open(events, stream))),
+        (Some(stream), Some(events)) => match events.streams.clone().try_acquire_owned() {
+            // The permit lives as long as the stream does.
+            Ok(permit) => resp.map(|_| Body::new(sse::open(events, stream, permit))),
+            Err(_) => {
+                let mut refused = error_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "the server holds its maximum of open event streams (WORKSPACE_MAX_EVENT_STREAMS); retry shortly, or resume with Last-Event-ID later",
+                    None,
+                );
+                refused.headers_mut().insert(
+                    http::header::RETRY_AFTER,
+                    http::HeaderValue::from_static("1"),
+                );
+                refused.map(Body::from)
+            }
+        },
         _ => resp.map(Body::from),
     }
 }

@@ -505,3 +505,45 @@ async fn a_path_scoped_key_hears_only_of_its_own_paths() {
     let r = common::put_content(&Client::new(), files(&s, "memory/n.md"), &scoped, "x").await;
     assert_eq!(r.status(), StatusCode::OK);
 }
+
+#[tokio::test]
+async fn event_streams_are_bounded_and_a_closed_one_frees_its_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = keys();
+    let s = Server::start(
+        dir.path(),
+        &[
+            ("WORKSPACE_API_KEYS", &keys),
+            ("WORKSPACE_MAX_EVENT_STREAMS", "2"),
+        ],
+    )
+    .await;
+    let first = Sse::open(&s, KEY_A, None).await;
+    let _second = Sse::open(&s, KEY_EVIL, None).await;
+    let open = || async {
+        Client::new()
+            .get(s.url("/v1/host/workspace/events"))
+            .bearer_auth(KEY_A)
+            .send()
+            .await
+            .unwrap()
+    };
+    let third = open().await;
+    assert_eq!(third.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(third.headers()["retry-after"], "1");
+    let body: Value = third.json().await.unwrap();
+    assert_eq!(body["error"], "unavailable", "{body}");
+    // Ordinary requests still have room.
+    put(&s, KEY_A, "a.md", "one").await;
+    // A client that leaves gives its slot back at once, not at the next keep-alive.
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = open().await;
+        if r.status() == StatusCode::OK {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the slot was not freed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -48,6 +48,8 @@ pub struct Events {
     pub log: Arc<dyn EventLog>,
     pub bell: Bell,
     pub stopping: watch::Receiver<bool>,
+    /// One permit per open stream (`WORKSPACE_MAX_EVENT_STREAMS`).
+    pub streams: Arc<tokio::sync::Semaphore>,
 }
 
 /// Drops events older than `retention`, now and every hour.

@@ -53,15 +53,22 @@ fn frame(position: u64, envelope: &serde_json::Value) -> Bytes {
 }
 
 /// Starts streaming `stream` and returns the body that carries it.
-pub fn open(events: &Events, stream: EventStream) -> ChannelBody {
+pub fn open(
+    events: &Events,
+    stream: EventStream,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> ChannelBody {
     let (tx, rx) = mpsc::channel(BUFFERED);
     let Events {
         log,
         bell,
         mut stopping,
+        ..
     } = events.clone();
     let mut rung = bell.subscribe();
     tokio::spawn(async move {
+        // Held until the client leaves or the server stops.
+        let _permit = permit;
         let mut cursor = stream.after;
         // The first frame at once, so the client knows the stream is open.
         if tx.send(Bytes::from_static(b": open\n\n")).await.is_err() {
@@ -105,6 +112,8 @@ pub fn open(events: &Events, stream: EventStream) -> ChannelBody {
             tokio::select! {
                 changed = rung.changed() => if changed.is_err() { return },
                 _ = stopping.changed() => return,
+                // The client left (its body was dropped): free the stream's slot now.
+                () = tx.closed() => return,
                 () = tokio::time::sleep(KEEP_ALIVE) => {
                     if tx.send(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
                         return;

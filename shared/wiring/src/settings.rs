@@ -101,6 +101,10 @@ pub struct LocalSettings {
     /// `WORKSPACE_MAX_CONNECTIONS` (default 512): open connections served at once; one
     /// more is answered 503 and closed.
     pub max_connections: usize,
+    /// `WORKSPACE_MAX_EVENT_STREAMS` (default a quarter of the connections, 128): event
+    /// streams open at once, so streams, which hold their connection for as long as the
+    /// client listens, never take every connection; one more is answered 503.
+    pub max_event_streams: usize,
     /// `WORKSPACE_MAX_BUFFERED_BODY_BYTES` (default 256 MiB): request bodies held in memory
     /// at once, all connections together; a body that would pass it is answered 503.
     pub max_buffered_body_bytes: u64,
@@ -230,6 +234,12 @@ impl Settings {
                 )?,
                 max_connections: usize::try_from(positive(&get, "WORKSPACE_MAX_CONNECTIONS", 512)?)
                     .unwrap_or(usize::MAX),
+                max_event_streams: usize::try_from(positive(
+                    &get,
+                    "WORKSPACE_MAX_EVENT_STREAMS",
+                    128,
+                )?)
+                .unwrap_or(usize::MAX),
                 max_buffered_body_bytes: positive(
                     &get,
                     "WORKSPACE_MAX_BUFFERED_BODY_BYTES",
