@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{run_args, Server};
+use common::Server;
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -93,21 +93,10 @@ async fn the_seams_are_unknown_routes_unless_the_gate_is_exactly_true() {
 #[tokio::test]
 async fn the_workspace_seam_answers_as_the_files_routes_and_never_crosses_owners() {
     let dir = tempfile::tempdir().unwrap();
-    let (created, out, err) = run_args(
+    let (reader, _) = common::create_key(
         dir.path(),
-        &[],
-        &[
-            "keys",
-            "create",
-            "--tenant",
-            "acme",
-            "--workspace",
-            "main",
-            "--read-only",
-        ],
+        &["--tenant", "acme", "--workspace", "main", "--read-only"],
     );
-    assert!(created.success(), "{err}");
-    let reader = out.lines().next().unwrap().trim().to_owned();
     let s = Server::start(dir.path(), &env(Some("true"))).await;
     let c = Client::new();
     let a = |op_: &str| json!({"tenant": "wct1-tenant-a", "workspace": "ws-a", "op": op_, "path": "WCT1-SECRET.md"});

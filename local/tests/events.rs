@@ -449,12 +449,9 @@ async fn webhooks_get_every_event_signed_in_order_through_failures_and_restarts(
 #[tokio::test]
 async fn a_path_scoped_key_hears_only_of_its_own_paths() {
     let dir = tempfile::tempdir().unwrap();
-    let (created, out, err) = common::run_args(
+    let (scoped, out) = common::create_key(
         dir.path(),
-        &[],
         &[
-            "keys",
-            "create",
             "--tenant",
             "acme",
             "--workspace",
@@ -465,8 +462,6 @@ async fn a_path_scoped_key_hears_only_of_its_own_paths() {
             "docs/**",
         ],
     );
-    assert!(created.success(), "{err}");
-    let scoped = out.lines().next().unwrap().trim().to_owned();
     assert!(
         out.contains("paths=allow:memory/** read:docs/**"),
         "keys create shows the paths: {out}"

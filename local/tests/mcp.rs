@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{run_args, Server};
+use common::Server;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -43,21 +43,10 @@ fn python_client(args: &[&str]) -> Output {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_mcp_client_over_streamable_http() {
     let dir = tempfile::tempdir().unwrap();
-    let (status, out, err) = run_args(
+    let (read_only, _) = common::create_key(
         dir.path(),
-        &[],
-        &[
-            "keys",
-            "create",
-            "--tenant",
-            "acme",
-            "--workspace",
-            "main",
-            "--read-only",
-        ],
+        &["--tenant", "acme", "--workspace", "main", "--read-only"],
     );
-    assert!(status.success(), "{err}");
-    let read_only = out.lines().next().unwrap().trim().to_owned();
     let keys = format!("{KEY}=acme/main,{EVIL_KEY}=acme-evil/main");
     let server = Server::start(dir.path(), &[("WORKSPACE_API_KEYS", &keys)]).await;
     // The client finds the server through discovery: the `mcp` family's absolute URL.

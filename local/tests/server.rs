@@ -65,12 +65,9 @@ async fn keys_created_and_revoked_by_the_cli_count_without_a_restart() {
     let admin = s.generated_key();
     common::put_content(&c, files(&s, "shared.md"), &admin, "x").await;
 
-    let (status, out, err) = common::run_args(
+    let (key, out) = common::create_key(
         dir.path(),
-        &[],
         &[
-            "keys",
-            "create",
             "--tenant",
             "local",
             "--workspace",
@@ -80,8 +77,6 @@ async fn keys_created_and_revoked_by_the_cli_count_without_a_restart() {
             "ci-bot",
         ],
     );
-    assert!(status.success(), "{err}");
-    let key = out.lines().next().unwrap().to_owned();
     assert!(
         key.starts_with("wsk_") && !key.contains(' '),
         "the key alone on the first line: {out}"

@@ -52,6 +52,18 @@ pub fn run_args(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (ExitStatus,
     )
 }
 
+/// `workspace-local keys create` with `args` over the data directory `dir`: the new key
+/// (its first line of output) and the whole output.
+#[allow(dead_code)] // not every test binary creates keys
+pub fn create_key(dir: &Path, args: &[&str]) -> (String, String) {
+    let mut all = vec!["keys", "create"];
+    all.extend_from_slice(args);
+    let (status, out, err) = run_args(dir, &[], &all);
+    assert!(status.success(), "keys create {args:?}: {err}");
+    let key = out.lines().next().unwrap_or_default().trim().to_owned();
+    (key, out)
+}
+
 /// Runs the binary with `input` on its standard input (`secrets set`).
 pub fn run_with_input(
     dir: &Path,

@@ -17,6 +17,25 @@ impl Harness {
             .await
     }
 
+    /// A rollback carrying `Idempotency-Key: idempotency_key`.
+    pub async fn rollback_once(
+        &self,
+        key: &str,
+        id: &str,
+        idempotency_key: &str,
+        body: Value,
+    ) -> Reply {
+        self.call(
+            Method::POST,
+            &format!("{SNAPSHOTS}/{id}/restore"),
+            Some(key),
+        )
+        .header("idempotency-key", idempotency_key)
+        .json(&body)
+        .send()
+        .await
+    }
+
     pub async fn rollback(&self, key: &str, id: &str, body: Value) -> Reply {
         self.call(
             Method::POST,
@@ -275,41 +294,20 @@ pub async fn rollback_honours_idempotency_keys(h: Harness) {
     let snap = id_of(&h.snapshot(KEY_A).await.assert_ok());
     h.put(KEY_A, "a.md", "a2").await.assert_ok();
     let first = h
-        .call(
-            Method::POST,
-            &format!("{SNAPSHOTS}/{snap}/restore"),
-            Some(KEY_A),
-        )
-        .header("idempotency-key", "rollback-1")
-        .json(&json!({}))
-        .send()
+        .rollback_once(KEY_A, &snap, "rollback-1", json!({}))
         .await
         .assert_ok();
     assert_eq!(first["restored"], json!(["a.md"]));
     // A later write, then the retry: the first answer again, nothing applied twice.
     h.put(KEY_A, "a.md", "a3").await.assert_ok();
     let retry = h
-        .call(
-            Method::POST,
-            &format!("{SNAPSHOTS}/{snap}/restore"),
-            Some(KEY_A),
-        )
-        .header("idempotency-key", "rollback-1")
-        .json(&json!({}))
-        .send()
+        .rollback_once(KEY_A, &snap, "rollback-1", json!({}))
         .await
         .assert_ok();
     assert_eq!(retry, first);
     assert_eq!(h.get(KEY_A, "a.md").await.assert_ok()["content"], "a3");
     // The same key for another rollback is refused.
-    h.call(
-        Method::POST,
-        &format!("{SNAPSHOTS}/{snap}/restore"),
-        Some(KEY_A),
-    )
-    .header("idempotency-key", "rollback-1")
-    .json(&json!({"paths": ["*.md"]}))
-    .send()
-    .await
-    .assert_error(409, "workspace_conflict");
+    h.rollback_once(KEY_A, &snap, "rollback-1", json!({"paths": ["*.md"]}))
+        .await
+        .assert_error(409, "workspace_conflict");
 }

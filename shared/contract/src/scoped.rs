@@ -316,26 +316,12 @@ pub async fn scoped_keys_see_only_their_paths_in_changes_snapshots_and_runs(h: H
     }
     // A rollback report is never replayed to another scope under the same key.
     let replayed = h
-        .call(
-            Method::POST,
-            &format!("/v1/host/workspace/snapshots/{s0}/restore"),
-            Some(KEY_A),
-        )
-        .header("idempotency-key", "rollback-1")
-        .json(&json!({}))
-        .send()
+        .rollback_once(KEY_A, &s0, "rollback-1", json!({}))
         .await
         .assert_ok();
     assert!(text_of(&replayed).contains(HIDDEN), "{replayed}");
     let r = h
-        .call(
-            Method::POST,
-            &format!("/v1/host/workspace/snapshots/{s0}/restore"),
-            Some(KEY_SCOPED),
-        )
-        .header("idempotency-key", "rollback-1")
-        .json(&json!({}))
-        .send()
+        .rollback_once(KEY_SCOPED, &s0, "rollback-1", json!({}))
         .await;
     assert_shows_nothing_hidden(&r, "replay");
     r.assert_error(409, "workspace_conflict");
