@@ -1,9 +1,9 @@
 //! `ws sync DIR [--prefix P]`: push every regular file under DIR to `P/<relative path>`,
 //! skipping those whose content the workspace already has.
 //!
-//! "Already has" is judged by SHA-256: when the state file remembers the hash of the etag the
-//! workspace still lists, nothing is fetched; otherwise (no state, or someone else wrote)
-//! the remote content is read and hashed. Each upload carries the etag just seen (or "only
+//! "Already has" is judged by SHA-256: the listing carries each file's `sha256`, so nothing
+//! is fetched; against a server that does not list it, the state file's hash of the etag the
+//! workspace still lists serves, and otherwise the remote content is read and hashed. Each upload carries the etag just seen (or "only
 //! if absent"), so a file someone writes meanwhile is reported as a conflict, not lost.
 
 use crate::client::Client;
@@ -102,11 +102,11 @@ async fn one(
     ctx: &mut Ctx,
     path: &str,
     local: &Path,
-    listed_etag: Option<&String>,
+    listed: Option<&Listed>,
     limits: Limits,
 ) -> Result<Outcome> {
     let source = Source::from_file(local, limits.max_file_bytes)?;
-    let precondition = match listed_etag {
+    let precondition = match listed {
         None => Precondition::IfAbsent,
         Some(listed) => {
             let (etag, remote_sha) = remote_hash(ctx, path, listed).await?;
@@ -156,7 +156,11 @@ async fn one(
 
 /// The current etag of `path` and the SHA-256 of its content: from the state when it knows
 /// the listed etag's hash, else by reading the content.
-async fn remote_hash(ctx: &Ctx, path: &str, listed: &str) -> Result<(String, String)> {
+async fn remote_hash(ctx: &Ctx, path: &str, listed: &Listed) -> Result<(String, String)> {
+    if let Some(sha) = &listed.sha256 {
+        return Ok((listed.etag.clone(), sha.clone()));
+    }
+    let listed = listed.etag.as_str();
     if let Some(Entry {
         etag,
         sha256: Some(sha),
@@ -177,8 +181,15 @@ async fn remote_hash(ctx: &Ctx, path: &str, listed: &str) -> Result<(String, Str
     Ok((etag, read.sha256))
 }
 
-/// path → etag of every live file under `prefix`, all pages.
-async fn remote_etags(client: &Client, prefix: Option<&str>) -> Result<HashMap<String, String>> {
+/// A live file as the listing shows it.
+struct Listed {
+    etag: String,
+    /// The content's SHA-256, where the server lists it.
+    sha256: Option<String>,
+}
+
+/// path → etag (and content hash) of every live file under `prefix`, all pages.
+async fn remote_etags(client: &Client, prefix: Option<&str>) -> Result<HashMap<String, Listed>> {
     let mut etags = HashMap::new();
     let mut token: Option<String> = None;
     loop {
@@ -194,7 +205,14 @@ async fn remote_etags(client: &Client, prefix: Option<&str>) -> Result<HashMap<S
             .await?;
         for f in page["files"].as_array().into_iter().flatten() {
             if let (Some(p), Some(e)) = (f["path"].as_str(), f["etag"].as_str()) {
-                etags.insert(p.to_owned(), e.to_owned());
+                let sha256 = f["sha256"].as_str().map(str::to_owned);
+                etags.insert(
+                    p.to_owned(),
+                    Listed {
+                        etag: e.to_owned(),
+                        sha256,
+                    },
+                );
             }
         }
         match page["nextToken"].as_str() {

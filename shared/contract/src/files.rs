@@ -21,6 +21,14 @@ pub async fn put_then_get_returns_the_stored_file(h: Harness) {
     );
     assert_eq!(put.headers["etag"].to_str().unwrap(), etag);
     assert!(v["updatedAt"].as_str().unwrap().ends_with('Z'));
+    // The content's SHA-256, so a client can check or compare it without reading it.
+    assert_eq!(
+        v["sha256"],
+        workspace_core::model::sha256_hex(b"hello"),
+        "{v}"
+    );
+    let row = &h.list(KEY_A, "").await.assert_ok()["files"][0];
+    assert_eq!(row["sha256"], v["sha256"], "{row}");
 
     let get = h.get(KEY_A, "notes/today.md").await;
     let g = get.assert_ok();

@@ -138,6 +138,7 @@ impl SnapshotFile {
             etag: self.etag.clone(),
             size: self.size,
             updated_at: self.updated_at,
+            sha256: self.sha256.clone(),
         }
     }
 }
@@ -163,6 +164,7 @@ impl Head {
             etag: self.etag.clone(),
             size: self.size,
             updated_at: self.updated_at,
+            sha256: self.sha256.clone(),
         }
     }
 }
@@ -203,6 +205,10 @@ pub struct FileMeta {
     pub etag: String,
     pub size: u64,
     pub updated_at: Millis,
+    /// SHA-256 of the stored bytes, hex (empty where a record written before it was kept
+    /// does not say), so a client can check or compare content without reading it.
+    #[serde(default)]
+    pub sha256: String,
 }
 
 /// A remembered `Idempotency-Key`: a retry with the same key and the same request gets

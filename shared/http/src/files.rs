@@ -66,14 +66,18 @@ fn listing_binding(who: &Identity, prefix: &PathPrefix, snapshot: Option<&str>) 
 }
 
 pub(crate) fn meta_json(m: &FileMeta) -> Value {
-    json!({
+    let mut v = json!({
         "path": m.path,
         "contentType": m.content_type,
         "version": m.version,
         "etag": m.etag,
         "size": m.size,
         "updatedAt": format_time(m.updated_at),
-    })
+    });
+    if !m.sha256.is_empty() {
+        v["sha256"] = Value::String(m.sha256.clone());
+    }
+    v
 }
 
 /// A file with its content: `content` when the bytes are UTF-8 text, `contentBase64`

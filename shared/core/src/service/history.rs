@@ -35,6 +35,7 @@ fn meta_of(path: &FilePath, item: &VersionRecord) -> FileMeta {
         etag: item.etag.clone(),
         size: item.size,
         updated_at: item.updated_at,
+        sha256: item.sha256.clone(),
     }
 }
 

@@ -90,6 +90,7 @@ impl WorkspaceService {
                     etag: item.etag,
                     size: item.size,
                     updated_at: item.updated_at,
+                    sha256: item.sha256,
                 };
                 (meta, item.body)
             }

@@ -251,6 +251,7 @@ impl WorkspaceService {
                 etag: etag.clone(),
                 size,
                 updated_at: now,
+                sha256: sha.to_owned(),
             };
             let commit = Commit {
                 scope: who.scope.clone(),

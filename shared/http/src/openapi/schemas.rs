@@ -161,6 +161,7 @@ fn schemas() -> Value {
                 "etag": { "type": "string" },
                 "size": { "type": "integer", "minimum": 0 },
                 "updatedAt": time(),
+                "sha256": { "type": "string", "pattern": "^[0-9a-f]{64}$", "description": "SHA-256 of the stored bytes (after redaction)." },
             },
         },
         "File": {
