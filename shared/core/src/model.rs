@@ -138,7 +138,12 @@ impl SnapshotFile {
             etag: self.etag.clone(),
             size: self.size,
             updated_at: self.updated_at,
-            sha256: self.sha256.clone(),
+            // An erased version's content hash is not shown either.
+            sha256: if self.erased {
+                String::new()
+            } else {
+                self.sha256.clone()
+            },
         }
     }
 }
