@@ -12,14 +12,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use workspace_store_aws::testing;
 
-/// A loopback port nobody listens on right now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
 /// One function under the Runtime Interface Emulator, stopped (with its bootstrap) on drop.
 pub struct Emulated {
     child: Child,
@@ -149,38 +141,58 @@ pub fn build_bootstraps(sam: &Sam) -> PathBuf {
     crate::bin_dir()
 }
 
-/// Starts `logical_id` under the emulator and waits until it listens.
+/// Two distinct free loopback ports (both held while the second is chosen, so they never
+/// coincide; another process may still take one before the emulator binds it: see
+/// [`emulate`]).
+fn two_free_ports() -> (u16, u16) {
+    let a = TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
+    let b = TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
+    let port = |l: &TcpListener| l.local_addr().expect("an address").port();
+    (port(&a), port(&b))
+}
+
+/// Starts `logical_id` under the emulator and waits until it listens. An emulator that
+/// exits before it listens (a port taken between choosing and binding it) is started again
+/// on other ports, up to three times.
 pub fn emulate(sam: &Sam, logical_id: &str, bin_dir: &Path) -> Emulated {
     use std::os::unix::process::CommandExt;
     let (binary, env) = sam
         .functions
         .get(logical_id)
         .unwrap_or_else(|| panic!("template.yaml has no function {logical_id}"));
-    let port = free_port();
-    // Each emulator also serves its bootstrap a Runtime API, on a port of its own.
-    let child = Command::new(&sam.rie)
-        .args([
-            "--runtime-interface-emulator-address",
-            &format!("127.0.0.1:{port}"),
-            "--runtime-api-address",
-            &format!("127.0.0.1:{}", free_port()),
-        ])
-        .arg(bin_dir.join(binary))
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("the emulator from aws-sam-cli");
-    let emulated = Emulated { child, port };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the emulator never listened");
-        std::thread::sleep(Duration::from_millis(50));
+    for _ in 0..3 {
+        let (port, runtime_port) = two_free_ports();
+        // Each emulator also serves its bootstrap a Runtime API, on a port of its own.
+        let child = Command::new(&sam.rie)
+            .args([
+                "--runtime-interface-emulator-address",
+                &format!("127.0.0.1:{port}"),
+                "--runtime-api-address",
+                &format!("127.0.0.1:{runtime_port}"),
+            ])
+            .arg(bin_dir.join(binary))
+            .env_clear()
+            .envs(env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("the emulator from aws-sam-cli");
+        let mut emulated = Emulated { child, port };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return emulated;
+            }
+            if matches!(emulated.child.try_wait(), Ok(Some(_))) {
+                break; // it exited: try other ports
+            }
+            assert!(Instant::now() < deadline, "the emulator never listened");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
-    emulated
+    panic!("the emulator exited before listening, three times");
 }
 
 /// Invokes the emulated function with `event`; its answer as JSON.
