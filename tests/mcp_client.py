@@ -28,6 +28,10 @@ TOOLS = {
     "grep": (["pattern"], {"pattern", "path", "glob", "max_results"}),
     "memory": (["command"], {"command", "path", "view_range", "file_text", "old_str", "new_str",
                              "insert_line", "insert_text", "old_path", "new_path"}),
+    "fork_workspace": ([], {"label", "ttl_seconds"}),
+    "fork_diff": (["fork_id"], {"fork_id", "prefix"}),
+    "merge_fork": (["fork_id"], {"fork_id", "strategy", "resolutions", "apply", "discard_fork"}),
+    "discard_fork": (["fork_id"], {"fork_id"}),
 }
 
 
@@ -173,6 +177,21 @@ async def memory_tool(a):
     eq(await a.ok("read_file", path="memories/me.md"), "likes: coffee\n")
 
 
+async def fork_tools(a):
+    """Fork, compare, dry-run, merge and discard through the tools."""
+    created = await a.ok("fork_workspace", label="client check")
+    fork = created.split()[2]
+    check("~" in fork, created)
+    eq(await a.ok("fork_diff", fork_id=fork),
+       f"Nothing changed on either side since fork {fork} was made (or last merged).")
+    await a.ok("write_file", path="fork-check.md", content="in the workspace\n")
+    check("fork-check.md: fork unchanged, workspace added" in await a.ok("fork_diff", fork_id=fork), "diff")
+    dry = await a.ok("merge_fork", fork_id=fork)
+    check(dry.startswith("Dry run: merging fork") and "nothing to apply" in dry, dry)
+    check((await a.err("merge_fork", fork_id="nope")).startswith("Error: "), "unknown fork")
+    eq(await a.ok("discard_fork", fork_id=fork), f"Discarded fork {fork}; this workspace is untouched.")
+
+
 async def http_mode(args):
     url = f"{args.base}/mcp"
 
@@ -200,6 +219,7 @@ async def http_mode(args):
             a = Agent(s)
             await every_tool(a)
             await memory_tool(a)
+            await fork_tools(a)
             # Writes through MCP are versions on the HTTP API, and redacted (WSR-1).
             secret = "AKIAIOSFODNN7EXAMPLE"
             w = await a.ok("write_file", path="mem/keys.env", content=f"aws={secret}\n")
@@ -257,6 +277,7 @@ async def stdio_mode(args):
         await tool_list(s)
         await every_tool(Agent(s))
         await memory_tool(Agent(s))
+        await fork_tools(Agent(s))
     # The high-level Client probes the 2026-07-28 `server/discover` first ("auto" mode) and
     # falls back to the initialize handshake, which this server speaks.
     async with Client(params) as c:

@@ -331,7 +331,11 @@ async fn serve() -> Result<(), String> {
         stores.secrets.clone(),
     )
     // Paging tokens of file listings survive a restart, like the session list's.
-    .with_token_key(session_key);
+    .with_token_key(session_key)
+    .with_scope_eraser(services::scope_eraser(
+        stores.sessions.clone(),
+        stores.erasers.clone(),
+    ));
     let registry = Arc::new(RegistryOf(stores.sessions.clone()));
     let mut app = App::new(auth).with_registry(registry);
     app.advertised.public_url = Some(

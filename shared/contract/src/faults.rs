@@ -114,6 +114,17 @@ impl MetaStore for FaultyMeta {
     ) -> Result<Vec<Head>> {
         self.1.step(self.0.list_live(s, prefix, after, limit)).await
     }
+    async fn list_heads(
+        &self,
+        s: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>> {
+        self.1
+            .step(self.0.list_heads(s, prefix, after, limit))
+            .await
+    }
     async fn idempotency(&self, s: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
         self.1.step(self.0.idempotency(s, key)).await
     }

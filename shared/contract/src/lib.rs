@@ -13,6 +13,7 @@ pub mod erase;
 pub mod event_schema;
 pub mod faults;
 pub mod files;
+pub mod forks;
 pub mod harness;
 pub mod history;
 pub mod hostile;
@@ -77,6 +78,12 @@ macro_rules! contract_tests {
             checkpoints::checkpoints_are_labelled_listed_and_kept,
             checkpoints::rollback_writes_back_deletes_and_leaves_alone,
             checkpoints::rollback_honours_idempotency_keys,
+            forks::forks_read_through_and_write_only_to_themselves,
+            forks::fork_diffs_tell_every_state_apart,
+            forks::merges_apply_only_what_strategies_and_resolutions_allow,
+            forks::merges_retry_by_idempotency_key_and_refuse_bad_requests,
+            forks::forks_stay_in_their_workspace_and_go_when_discarded_or_expired,
+            forks::fork_tools_fork_compare_merge_and_discard,
             changes::the_change_log_lists_every_commit_newest_first,
             erase::erasing_a_version_removes_its_body_and_leaves_a_tombstone,
             erase::a_version_a_snapshot_holds_is_erased_only_when_forced,

@@ -7,6 +7,7 @@ pub mod capability;
 pub mod changes;
 pub mod error;
 pub mod events;
+pub mod forks;
 pub mod keys;
 pub mod limits;
 pub mod memory;

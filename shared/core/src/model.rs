@@ -127,6 +127,12 @@ pub struct SnapshotFile {
     /// 410.
     #[serde(default)]
     pub erased: bool,
+    /// A fork's base only (`crate::forks`): the version's lineage and body, so a fork reads
+    /// an inherited file from the record it already holds.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub lineage: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<BodyRef>,
 }
 
 impl SnapshotFile {

@@ -126,6 +126,15 @@ pub trait MetaStore: Send + Sync {
         after: Option<&FilePath>,
         limit: usize,
     ) -> Result<Vec<Head>>;
+    /// Like [`Self::list_live`], tombstones included (a fork's deletions hide its parent's
+    /// files: `crate::forks`).
+    async fn list_heads(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>>;
     /// A recorded idempotency key (expired or not; the service judges its age).
     async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>>;
     /// How many live files the scope holds (what `max_files` is checked against).
@@ -242,6 +251,13 @@ pub trait BodyStore: Send + Sync {
     ) -> Result<Option<PresignedUrl>> {
         Ok(None)
     }
+}
+
+/// Erases everything stored under one scope: metadata items and bodies (a discarded
+/// fork's). Safe to repeat after an interruption.
+#[async_trait]
+pub trait ScopeEraser: Send + Sync {
+    async fn erase_scope_data(&self, scope: &Scope) -> Result<()>;
 }
 
 /// What a body store holds, for the sweeper that removes bodies no version item names

@@ -50,7 +50,62 @@ macro_rules! id_type {
 }
 
 id_type!(TenantId, "tenant");
-id_type!(WorkspaceId, "workspace");
+
+/// A workspace id: [`check_id`]'s form, or a fork's: its parent's id, `~`, and 16 lower-case
+/// hex digits (`crate::forks`). `~` appears in no other id, so a fork and its parent are told
+/// apart, and its parent found, from the id alone: an ordinary workspace pays nothing for
+/// forks existing.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WorkspaceId(String);
+
+/// What separates a fork's id from its parent's.
+pub const FORK_SEPARATOR: char = '~';
+/// Hex digits after [`FORK_SEPARATOR`].
+pub const FORK_SUFFIX_LEN: usize = 16;
+
+impl WorkspaceId {
+    pub fn parse(s: &str) -> Result<Self> {
+        match s.split_once(FORK_SEPARATOR) {
+            None => check_id("workspace", s)?,
+            Some((parent, suffix)) => {
+                check_id("workspace", parent)?;
+                if !is_fork_suffix(suffix) {
+                    return Err(WorkspaceError::validation(format!(
+                        "a fork's workspace id is its parent's id, '{FORK_SEPARATOR}' and {FORK_SUFFIX_LEN} lower-case hex digits"
+                    )));
+                }
+            }
+        }
+        Ok(Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The workspace this one is a fork of, if it is a fork.
+    pub fn fork_parent(&self) -> Option<WorkspaceId> {
+        let (parent, _) = self.0.split_once(FORK_SEPARATOR)?;
+        Some(Self(parent.to_owned()))
+    }
+
+    /// The id of this workspace's fork with `suffix` (16 lower-case hex digits); `None` for
+    /// a fork (a fork is not forked again) or another suffix.
+    pub fn fork(&self, suffix: &str) -> Option<WorkspaceId> {
+        (self.fork_parent().is_none() && is_fork_suffix(suffix))
+            .then(|| Self(format!("{}{FORK_SEPARATOR}{suffix}", self.0)))
+    }
+}
+
+fn is_fork_suffix(s: &str) -> bool {
+    s.len() == FORK_SUFFIX_LEN && s.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'))
+}
+
+impl fmt::Display for WorkspaceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// One tenant's workspace: the unit every file, version and key belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -161,6 +216,31 @@ mod tests {
         for bad in ["", "a/b", "a#b", "-a", "a b", "ä", &"a".repeat(65)] {
             assert!(TenantId::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn fork_ids_name_their_parent_and_nothing_else() {
+        let parent = WorkspaceId::parse("ws-1").unwrap();
+        let fork = parent.fork("0123456789abcdef").unwrap();
+        assert_eq!(fork.as_str(), "ws-1~0123456789abcdef");
+        assert_eq!(WorkspaceId::parse(fork.as_str()).unwrap(), fork);
+        assert_eq!(fork.fork_parent(), Some(parent.clone()));
+        assert_eq!(parent.fork_parent(), None);
+        // A fork is not forked again, and the suffix has one exact form.
+        assert_eq!(fork.fork("0123456789abcdef"), None);
+        for bad in [
+            "ws-1~",
+            "ws-1~0123456789ABCDEF",
+            "ws-1~0123456789abcde",
+            "ws-1~0123456789abcdef0",
+            "~0123456789abcdef",
+            "a/b~0123456789abcdef",
+            "ws-1~0123456789abcdef~0123456789abcdef",
+        ] {
+            assert!(WorkspaceId::parse(bad).is_err(), "{bad:?}");
+        }
+        // Tenant ids never take the fork form.
+        assert!(TenantId::parse("ws-1~0123456789abcdef").is_err());
     }
 
     #[test]

@@ -204,7 +204,9 @@ impl ApiKeys {
 
 /// The workspace a request acts on: the key's own, or for a tenant-wide key the one named
 /// in `X-Workspace-Id`, always inside the key's tenant (the header names a workspace id,
-/// never a tenant). A bound key naming a different workspace is refused, not redirected.
+/// never a tenant). A key bound to a workspace also reaches that workspace's forks by
+/// naming them (a fork's id names its parent); a key bound to a fork reaches only the fork.
+/// A bound key naming any other workspace is refused, not redirected.
 pub fn resolve(grant: &Grant, parts: &Parts) -> Result<Identity> {
     let named = single_header(parts, &http::HeaderName::from_static(WORKSPACE_HEADER))?
         .map(|w| {
@@ -214,7 +216,7 @@ pub fn resolve(grant: &Grant, parts: &Parts) -> Result<Identity> {
         .transpose()?;
     let workspace = match (&grant.workspace, named) {
         (Some(own), None) => own.clone(),
-        (Some(own), Some(n)) if *own == n => n,
+        (Some(own), Some(n)) if *own == n || n.fork_parent().as_ref() == Some(own) => n,
         (Some(_), Some(_)) => {
             return Err(WorkspaceError::Forbidden(
                 "this credential is bound to one workspace; X-Workspace-Id names another"

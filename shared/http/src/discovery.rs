@@ -91,6 +91,10 @@ pub const MCP_TOOLS: &[&str] = &[
     "edit_file",
     "grep",
     "memory",
+    "fork_workspace",
+    "fork_diff",
+    "merge_fork",
+    "discard_fork",
 ];
 
 /// The MCP server: where (absolute where the public URL is known), how, which versions and

@@ -15,6 +15,7 @@ pub mod discovery;
 pub mod envelope;
 pub mod events;
 pub mod files;
+pub mod forks;
 pub mod handler;
 pub mod memory;
 pub mod openapi;

@@ -41,6 +41,14 @@ pub enum Route {
     /// Roll the workspace back to a snapshot.
     RestoreSnapshot,
     DeleteSnapshot,
+    /// Forks (`workspace_core::forks`): a private copy of the workspace, its three-way
+    /// diff, and the merge back.
+    CreateFork,
+    ListForks,
+    GetFork,
+    DiscardFork,
+    ForkDiff,
+    MergeFork,
     /// Run records (RFC 0059 §D): a run is a snapshot that names its workflow.
     CreateRun,
     ListRuns,
@@ -84,6 +92,8 @@ const VERSIONS: &str = "/v1/host/workspace/versions/{path+}";
 const DIFF: &str = "/v1/host/workspace/diff/{path+}";
 const SNAPSHOTS: &str = "/v1/host/workspace/snapshots";
 const SNAPSHOT: &str = "/v1/host/workspace/snapshots/{id}";
+const FORKS: &str = "/v1/host/workspace/forks";
+const FORK: &str = "/v1/host/workspace/forks/{id}";
 
 impl RouteSpec {
     /// Whether the route answers without a credential (health and discovery); every other
@@ -319,6 +329,44 @@ pub const ROUTES: &[RouteSpec] = &[
         method: Method::POST,
         pattern: "/v1/host/workspace/snapshots/{id}/restore",
         route: Route::RestoreSnapshot,
+        function: "snapshots",
+    },
+    // Forks: a fork's base is a snapshot of the parent, so they live with snapshots (and
+    // a merge writes files, so this function has the S3 client too).
+    RouteSpec {
+        method: Method::POST,
+        pattern: FORKS,
+        route: Route::CreateFork,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: FORKS,
+        route: Route::ListForks,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: FORK,
+        route: Route::GetFork,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::DELETE,
+        pattern: FORK,
+        route: Route::DiscardFork,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/v1/host/workspace/forks/{id}/diff",
+        route: Route::ForkDiff,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::POST,
+        pattern: "/v1/host/workspace/forks/{id}/merge",
+        route: Route::MergeFork,
         function: "snapshots",
     },
     RouteSpec {

@@ -9,7 +9,7 @@
 use crate::envelope::json_response;
 use crate::handler::{Call, Reply, Routes, SignedUrls};
 use crate::routes::Route;
-use crate::{blob, cache, discovery, files, runs, snapshots, uploads, versions};
+use crate::{blob, cache, discovery, files, forks, runs, snapshots, uploads, versions};
 use bytes::Bytes;
 use http::StatusCode;
 use serde_json::json;
@@ -48,6 +48,12 @@ pub const SNAPSHOTS: Routes = &[
     (Route::RestoreSnapshot, restore_snapshot),
     (Route::GetSnapshot, get_snapshot),
     (Route::DeleteSnapshot, delete_snapshot),
+    (Route::CreateFork, create_fork),
+    (Route::ListForks, list_forks),
+    (Route::GetFork, get_fork),
+    (Route::DiscardFork, discard_fork),
+    (Route::ForkDiff, fork_diff),
+    (Route::MergeFork, merge_fork),
     (Route::CreateRun, create_run),
     (Route::ListRuns, list_runs),
     (Route::GetRun, get_run),
@@ -228,6 +234,48 @@ fn delete_snapshot(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.writer().await?;
         snapshots::delete(c.app.files()?, &who, c.tail).await
+    })
+}
+
+fn create_fork(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        forks::create(c.app.files()?, &who, c.body).await
+    })
+}
+
+fn list_forks(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        forks::list(c.app.files()?, &who, c.parts).await
+    })
+}
+
+fn get_fork(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        forks::get(c.app.files()?, &who, c.tail).await
+    })
+}
+
+fn discard_fork(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        forks::discard(c.app.files()?, &who, c.tail).await
+    })
+}
+
+fn fork_diff(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        forks::diff(c.app.files()?, &who, c.parts, c.tail).await
+    })
+}
+
+fn merge_fork(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        forks::merge(c.app.files()?, &who, c.parts, c.tail, c.body).await
     })
 }
 

@@ -79,6 +79,7 @@ pub async fn create(
     let options = SnapshotOptions {
         label: parsed.label,
         keep: parsed.keep,
+        ..SnapshotOptions::default()
     };
     let s = service.create_checkpoint(who, options).await?;
     Ok(json_response(StatusCode::CREATED, &snapshot_json(who, &s)))

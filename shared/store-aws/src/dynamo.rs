@@ -153,6 +153,59 @@ enum Part {
     SecretsEpoch,
 }
 
+impl DynamoMeta {
+    /// Heads under `prefix` after `after`, sorted by path; tombstones only when asked.
+    async fn heads_in(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+        tombstones: bool,
+    ) -> Result<Vec<Head>> {
+        let pk = keys::partition(scope);
+        let mut start: Option<Item> = after.map(|a| {
+            Item::from([
+                ("pk".to_owned(), s(pk.clone())),
+                ("sk".to_owned(), s(keys::head_sk(a.as_str()))),
+            ])
+        });
+        let mut values = std::collections::HashMap::from([
+            (":pk".to_owned(), s(pk.clone())),
+            (":prefix".to_owned(), s(keys::head_sk(prefix.as_str()))),
+        ]);
+        if !tombstones {
+            values.insert(":false".to_owned(), AttributeValue::Bool(false));
+        }
+        let mut out = Vec::new();
+        // Tombstones (unless wanted) are filtered after DynamoDB applies `Limit`, so a page can come back
+        // short: keep reading until the page is full or the range is exhausted.
+        loop {
+            let res = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .set_filter_expression((!tombstones).then(|| "deleted = :false".to_owned()))
+                .set_expression_attribute_values(Some(values.clone()))
+                .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(aws_err)?;
+            for item in res.items() {
+                out.push(items::head_from(item)?);
+            }
+            match res.last_evaluated_key {
+                Some(k) if out.len() < limit => start = Some(k),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+}
+
 #[async_trait]
 impl MetaStore for DynamoMeta {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
@@ -181,41 +234,17 @@ impl MetaStore for DynamoMeta {
         after: Option<&FilePath>,
         limit: usize,
     ) -> Result<Vec<Head>> {
-        let pk = keys::partition(scope);
-        let mut start: Option<Item> = after.map(|a| {
-            Item::from([
-                ("pk".to_owned(), s(pk.clone())),
-                ("sk".to_owned(), s(keys::head_sk(a.as_str()))),
-            ])
-        });
-        let mut out = Vec::new();
-        // Tombstones are filtered after DynamoDB applies `Limit`, so a page can come back
-        // short: keep reading until the page is full or the range is exhausted.
-        loop {
-            let res = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .filter_expression("deleted = :false")
-                .expression_attribute_values(":pk", s(pk.clone()))
-                .expression_attribute_values(":prefix", s(keys::head_sk(prefix.as_str())))
-                .expression_attribute_values(":false", AttributeValue::Bool(false))
-                .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(aws_err)?;
-            for item in res.items() {
-                out.push(items::head_from(item)?);
-            }
-            match res.last_evaluated_key {
-                Some(k) if out.len() < limit => start = Some(k),
-                _ => break,
-            }
-        }
-        Ok(out)
+        self.heads_in(scope, prefix, after, limit, false).await
+    }
+
+    async fn list_heads(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>> {
+        self.heads_in(scope, prefix, after, limit, true).await
     }
 
     async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {

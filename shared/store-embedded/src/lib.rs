@@ -249,6 +249,50 @@ fn apply_in(txn: &redb::WriteTransaction, c: &Commit) -> Result<CommitOutcome> {
     Ok(outcome)
 }
 
+impl EmbeddedStore {
+    /// Heads under `prefix` after `after`, sorted by path; tombstones only when asked.
+    async fn heads_in(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+        tombstones: bool,
+    ) -> Result<Vec<Head>> {
+        let scope_prefix = scope.key_prefix();
+        let start = match after {
+            Some(a) if a.as_str() >= prefix.as_str() => head_key(scope, a.as_str()),
+            _ => head_key(scope, prefix.as_str()),
+        };
+        let wanted = head_key(scope, prefix.as_str());
+        let skip_exact = after.map(|a| head_key(scope, a.as_str()));
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let table = txn.open_table(HEADS).map_err(db_err)?;
+            let mut out = Vec::new();
+            for item in table.range(start.as_str()..).map_err(db_err)? {
+                let (k, v) = item.map_err(db_err)?;
+                let k = k.value();
+                if !k.starts_with(&wanted) || !k.starts_with(&scope_prefix) {
+                    break;
+                }
+                if skip_exact.as_deref() == Some(k) {
+                    continue;
+                }
+                let head: Head = decode(v.value())?;
+                if tombstones || head.is_live() {
+                    out.push(head);
+                    if out.len() >= limit {
+                        break;
+                    }
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
 #[async_trait]
 impl MetaStore for EmbeddedStore {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
@@ -279,37 +323,17 @@ impl MetaStore for EmbeddedStore {
         after: Option<&FilePath>,
         limit: usize,
     ) -> Result<Vec<Head>> {
-        let scope_prefix = scope.key_prefix();
-        let start = match after {
-            Some(a) if a.as_str() >= prefix.as_str() => head_key(scope, a.as_str()),
-            _ => head_key(scope, prefix.as_str()),
-        };
-        let wanted = head_key(scope, prefix.as_str());
-        let skip_exact = after.map(|a| head_key(scope, a.as_str()));
-        self.blocking(move |db| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let table = txn.open_table(HEADS).map_err(db_err)?;
-            let mut out = Vec::new();
-            for item in table.range(start.as_str()..).map_err(db_err)? {
-                let (k, v) = item.map_err(db_err)?;
-                let k = k.value();
-                if !k.starts_with(&wanted) || !k.starts_with(&scope_prefix) {
-                    break;
-                }
-                if skip_exact.as_deref() == Some(k) {
-                    continue;
-                }
-                let head: Head = decode(v.value())?;
-                if head.is_live() {
-                    out.push(head);
-                    if out.len() >= limit {
-                        break;
-                    }
-                }
-            }
-            Ok(out)
-        })
-        .await
+        self.heads_in(scope, prefix, after, limit, false).await
+    }
+
+    async fn list_heads(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>> {
+        self.heads_in(scope, prefix, after, limit, true).await
     }
 
     async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {

@@ -54,6 +54,31 @@ pub struct MemoryMeta {
 }
 
 impl MemoryMeta {
+    /// Heads under `prefix` after `after`, sorted by path; tombstones only when asked.
+    fn heads_in(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+        tombstones: bool,
+    ) -> Result<Vec<Head>> {
+        let guard = self.lock()?;
+        let Some(state) = guard.get(scope) else {
+            return Ok(Vec::new());
+        };
+        Ok(state
+            .heads
+            .range(prefix.as_str().to_owned()..)
+            .take_while(|(p, _)| p.starts_with(prefix.as_str()))
+            .filter(|(p, h)| {
+                (tombstones || h.is_live()) && after.is_none_or(|a| p.as_str() > a.as_str())
+            })
+            .take(limit)
+            .map(|(_, h)| h.clone())
+            .collect())
+    }
+
     fn lock(&self) -> Result<MutexGuard<'_, HashMap<Scope, ScopeState>>> {
         self.scopes
             .lock()
@@ -89,18 +114,17 @@ impl MetaStore for MemoryMeta {
         after: Option<&FilePath>,
         limit: usize,
     ) -> Result<Vec<Head>> {
-        let guard = self.lock()?;
-        let Some(state) = guard.get(scope) else {
-            return Ok(Vec::new());
-        };
-        Ok(state
-            .heads
-            .range(prefix.as_str().to_owned()..)
-            .take_while(|(p, _)| p.starts_with(prefix.as_str()))
-            .filter(|(p, h)| h.is_live() && after.is_none_or(|a| p.as_str() > a.as_str()))
-            .take(limit)
-            .map(|(_, h)| h.clone())
-            .collect())
+        self.heads_in(scope, prefix, after, limit, false)
+    }
+
+    async fn list_heads(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>> {
+        self.heads_in(scope, prefix, after, limit, true)
     }
 
     async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {

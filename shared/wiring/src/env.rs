@@ -87,6 +87,36 @@ pub fn snapshot_ttl_ms_from_env(get: &impl Fn(&str) -> Option<String>) -> Result
     Ok(i64::try_from(secs).unwrap_or(0) * 1000)
 }
 
+/// A fork's default and longest life, in ms, from `WORKSPACE_FORK_TTL_SECONDS` (default 7
+/// days) and `WORKSPACE_FORK_MAX_TTL_SECONDS` (default and cap 30 days, for the same reason
+/// as a snapshot's: a fork's base is a snapshot).
+pub fn fork_ttl_ms_from_env(get: &impl Fn(&str) -> Option<String>) -> Result<(i64, i64)> {
+    const MAX_SECS: u64 = 30 * 24 * 60 * 60;
+    let secs = |ms: i64| u64::try_from(ms / 1000).unwrap_or(MAX_SECS);
+    let max = env_u64(
+        get,
+        "WORKSPACE_FORK_MAX_TTL_SECONDS",
+        secs(workspace_core::forks::MAX_FORK_TTL_MS),
+    )?;
+    if !(1..=MAX_SECS).contains(&max) {
+        return Err(WorkspaceError::validation(format!(
+            "WORKSPACE_FORK_MAX_TTL_SECONDS must be between 1 and {MAX_SECS}, got {max}"
+        )));
+    }
+    let default = env_u64(
+        get,
+        "WORKSPACE_FORK_TTL_SECONDS",
+        secs(workspace_core::forks::DEFAULT_FORK_TTL_MS).min(max),
+    )?;
+    if !(1..=max).contains(&default) {
+        return Err(WorkspaceError::validation(format!(
+            "WORKSPACE_FORK_TTL_SECONDS must be between 1 and WORKSPACE_FORK_MAX_TTL_SECONDS ({max}), got {default}"
+        )));
+    }
+    let ms = |s: u64| i64::try_from(s).unwrap_or(0) * 1000;
+    Ok((ms(default), ms(max)))
+}
+
 /// The workspace service's limits: `WORKSPACE_MAX_ARTIFACT_BYTES` (default 1 MiB) and
 /// `WORKSPACE_PURGE_AFTER_DAYS` (default 90).
 pub fn session_limits_from_env(
@@ -249,5 +279,14 @@ mod tests {
         assert_eq!(snapshot_ttl_ms_from_env(&ttl).unwrap(), 60_000);
         let long = |k: &str| (k == "WORKSPACE_SNAPSHOT_TTL_SECONDS").then(|| "9999999".to_owned());
         assert!(snapshot_ttl_ms_from_env(&long).is_err());
+        let day = 24 * 60 * 60 * 1000;
+        assert_eq!(fork_ttl_ms_from_env(&none).unwrap(), (7 * day, 30 * day));
+        let short = |k: &str| {
+            (k == "WORKSPACE_FORK_MAX_TTL_SECONDS" || k == "WORKSPACE_FORK_TTL_SECONDS")
+                .then(|| "60".to_owned())
+        };
+        assert_eq!(fork_ttl_ms_from_env(&short).unwrap(), (60_000, 60_000));
+        let over = |k: &str| (k == "WORKSPACE_FORK_TTL_SECONDS").then(|| "99999999".to_owned());
+        assert!(fork_ttl_ms_from_env(&over).is_err());
     }
 }

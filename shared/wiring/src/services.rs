@@ -31,6 +31,7 @@ pub fn files(
     .with_redactor(s.redactor.clone())
     .with_secrets(secrets)
     .with_snapshot_ttl_ms(s.snapshot_ttl_ms)
+    .with_fork_ttl(s.fork_ttl_ms.0, s.fork_ttl_ms.1)
     .with_upload_url_seconds(s.upload_url_seconds)
     .with_memory_prefix(s.memory_prefix.clone());
     match &s.session_token_key {
@@ -73,4 +74,13 @@ pub fn sessions(
         token_key,
         s.session_limits,
     )
+}
+
+/// What erases a discarded fork's data: its metadata items and everything under its key
+/// prefix, as a workspace delete erases them.
+pub fn scope_eraser(
+    store: Arc<dyn SessionStore>,
+    erasers: Vec<Arc<dyn BodyEraser>>,
+) -> Arc<dyn workspace_core::ports::ScopeEraser> {
+    Arc::new(workspace_core::sessions::lifecycle::ScopeData { store, erasers })
 }

@@ -2,8 +2,8 @@
 //! and the local server both start here; a new setting is one field and one line below.
 
 use crate::env::{
-    blob_limits_from_env, cache_limits_from_env, env_u64, limits_from_env, redactor_from_env,
-    session_limits_from_env, snapshot_ttl_ms_from_env, token_key_from_env,
+    blob_limits_from_env, cache_limits_from_env, env_u64, fork_ttl_ms_from_env, limits_from_env,
+    redactor_from_env, session_limits_from_env, snapshot_ttl_ms_from_env, token_key_from_env,
     upload_url_seconds_from_env,
 };
 use std::net::SocketAddr;
@@ -139,6 +139,8 @@ pub struct Settings {
     pub redactor: Redactor,
     /// `WORKSPACE_SNAPSHOT_TTL_SECONDS`, in ms.
     pub snapshot_ttl_ms: i64,
+    /// A fork's default and longest life, ms.
+    pub fork_ttl_ms: (i64, i64),
     /// `WORKSPACE_UPLOAD_URL_SECONDS`.
     pub upload_url_seconds: u64,
     pub blob_limits: BlobLimits,
@@ -201,6 +203,7 @@ impl Settings {
             limits: e(limits_from_env(&get))?,
             redactor: e(redactor_from_env(&get))?,
             snapshot_ttl_ms: e(snapshot_ttl_ms_from_env(&get))?,
+            fork_ttl_ms: e(fork_ttl_ms_from_env(&get))?,
             upload_url_seconds: e(upload_url_seconds_from_env(&get))?,
             blob_limits: e(blob_limits_from_env(&get))?,
             cache_limits: e(cache_limits_from_env(&get))?,

@@ -47,6 +47,7 @@ use std::sync::Arc;
 mod changes;
 mod downloads;
 mod erase;
+mod forks;
 mod history;
 mod local_urls;
 mod pins;
@@ -60,6 +61,10 @@ mod write;
 
 pub use changes::ChangeFilter;
 pub use downloads::FileRead;
+pub use forks::{
+    Applied, ConflictReport, Fork, ForkCounts, ForkDiffPage, ForkRequest, MergeOutcome,
+    MergeReport, MergeRequest, MAX_FORKS_PAGE, MAX_FORK_DIFF_PAGE, MAX_RESOLUTIONS,
+};
 pub use history::{Diff, VersionPage};
 pub use local_urls::{SIGNED_BODY_PREFIX, SIGNED_UPLOAD_PREFIX};
 pub use restore::{RestoreReport, RestoreRequest, Since, MAX_RESTORE_GLOBS};
@@ -101,13 +106,20 @@ pub struct PutRequest {
 pub struct WorkspaceService {
     redactor: Redactor,
     secrets: Arc<dyn SecretStore>,
+    /// The store as every rule reads it: through a fork to its base (`crate::forks`).
     meta: Arc<dyn MetaStore>,
+    /// The same store, typed, for the fork bookkeeping.
+    forks: Arc<crate::forks::ForkAwareMeta>,
     bodies: Arc<dyn BodyStore>,
     events: Arc<dyn EventSink>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdSource>,
     limits: Limits,
     snapshot_ttl_ms: Millis,
+    fork_ttl_ms: Millis,
+    fork_max_ttl_ms: Millis,
+    /// Erases a discarded fork's data.
+    scope_eraser: Option<Arc<dyn crate::ports::ScopeEraser>>,
     /// Signs upload URLs when the body store cannot presign (the local server).
     upload_signer: Option<crate::blob::LocalPresign>,
     upload_url_seconds: u64,
@@ -228,16 +240,21 @@ impl WorkspaceService {
         ids: Arc<dyn IdSource>,
         limits: Limits,
     ) -> Self {
+        let forks = Arc::new(crate::forks::ForkAwareMeta::new(meta, clock.clone()));
         Self {
             redactor: Redactor::default(),
             secrets: Arc::new(NoSecrets),
-            meta,
+            meta: forks.clone(),
+            forks,
             bodies,
             events,
             clock,
             ids,
             limits,
             snapshot_ttl_ms: DEFAULT_SNAPSHOT_TTL_MS,
+            fork_ttl_ms: crate::forks::DEFAULT_FORK_TTL_MS,
+            fork_max_ttl_ms: crate::forks::MAX_FORK_TTL_MS,
+            scope_eraser: None,
             upload_signer: None,
             upload_url_seconds: DEFAULT_UPLOAD_URL_SECONDS,
             token_key: crate::sessions::token::TokenKey::random(),

@@ -77,6 +77,17 @@ fn snapshot_file(h: &Head) -> SnapshotFile {
         sha256: h.sha256.clone(),
         kept: None,
         erased: false,
+        lineage: String::new(),
+        body: None,
+    }
+}
+
+/// A fork base's file: with the lineage and body a fork reads it by.
+fn base_file(h: &Head) -> SnapshotFile {
+    SnapshotFile {
+        lineage: h.lineage.clone(),
+        body: h.body.clone(),
+        ..snapshot_file(h)
     }
 }
 
@@ -91,9 +102,13 @@ pub const MAX_LABEL_LEN: usize = 128;
 pub struct SnapshotOptions {
     pub label: Option<String>,
     pub keep: bool,
+    /// How long its pins hold (default: the service's snapshot TTL).
+    pub ttl_ms: Option<Millis>,
+    /// A fork's base: each file also records its lineage and body (`crate::forks`).
+    pub fork_base: bool,
 }
 
-fn check_label(label: &str) -> Result<()> {
+pub(super) fn check_label(label: &str) -> Result<()> {
     if label.is_empty() || label.len() > MAX_LABEL_LEN || label.chars().any(char::is_control) {
         return Err(WorkspaceError::validation(format!(
             "label must be 1-{MAX_LABEL_LEN} bytes of text without control characters"
@@ -164,7 +179,12 @@ impl WorkspaceService {
     ) -> Result<Snapshot> {
         let scope = &who.scope;
         let now = self.clock.now_ms();
-        let until = now.saturating_add(self.snapshot_ttl_ms);
+        let until = now.saturating_add(options.ttl_ms.unwrap_or(self.snapshot_ttl_ms));
+        let file_of = if options.fork_base {
+            base_file
+        } else {
+            snapshot_file
+        };
         // A path-scoped key's snapshot holds only the paths it may read, and says so.
         let heads: Vec<Head> = self
             .all_live(scope)
@@ -175,7 +195,7 @@ impl WorkspaceService {
         let mut covers = who.paths.readable_globs();
         covers.sort();
         // The record is one item on DynamoDB (400 KB): refuse before pinning anything.
-        let mut listed: Vec<SnapshotFile> = heads.iter().map(snapshot_file).collect();
+        let mut listed: Vec<SnapshotFile> = heads.iter().map(file_of).collect();
         if options.keep {
             // Room for each file's copy, as it will be recorded.
             for f in &mut listed {
@@ -227,7 +247,7 @@ impl WorkspaceService {
             while let Some(done) = tasks.join_next().await {
                 let pinned = done.map_err(WorkspaceError::internal)??;
                 if let Some(h) = pinned {
-                    files.push(snapshot_file(&h));
+                    files.push(file_of(&h));
                 }
             }
         }
@@ -256,7 +276,7 @@ impl WorkspaceService {
                 )
                 .await?;
                 if let Some(p) = pinned {
-                    files.push(snapshot_file(&p));
+                    files.push(file_of(&p));
                     break;
                 }
             }

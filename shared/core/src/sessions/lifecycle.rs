@@ -5,10 +5,12 @@
 //! the next delete (or the purge) erases whatever is left and then the record.
 
 use super::model::WorkspaceRecord;
+use super::ports::{BodyEraser, SessionStore};
 use super::{Caller, SessionService};
 use crate::error::Result;
 use crate::model::Millis;
 use crate::scope::{Scope, TenantId, WorkspaceId};
+use std::sync::Arc;
 
 const DAY_MS: Millis = 24 * 60 * 60 * 1000;
 
@@ -31,11 +33,7 @@ impl SessionService {
     /// Erases one workspace completely; safe to run again on a half-erased one.
     pub async fn erase(&self, ws: &WorkspaceRecord) -> Result<()> {
         let scope = Scope::parse(&ws.tenant, &ws.workspace_id)?;
-        let items = self.store.erase_scope(&scope).await?;
-        let mut bodies = 0;
-        for eraser in &self.erasers {
-            bodies += eraser.erase_prefix(&scope.key_prefix()).await?;
-        }
+        let (items, bodies) = self.erase_data(&scope).await?;
         self.store.remove_workspace(ws).await?;
         tracing::info!(
             tenant = %ws.tenant,
@@ -45,6 +43,11 @@ impl SessionService {
             "workspace erased"
         );
         Ok(())
+    }
+
+    /// Erases a scope's metadata items and bodies: (items, bodies) removed.
+    async fn erase_data(&self, scope: &Scope) -> Result<(u64, u64)> {
+        erase_scope(self.store.as_ref(), &self.erasers, scope).await
     }
 
     /// How much of a workspace is left in storage: (metadata items, bodies).
@@ -90,5 +93,35 @@ impl SessionService {
             dry_run,
             workspaces: idle,
         })
+    }
+}
+
+/// Erases a scope's metadata items, then everything under its key prefix: (items, bodies).
+async fn erase_scope(
+    store: &dyn SessionStore,
+    erasers: &[Arc<dyn BodyEraser>],
+    scope: &Scope,
+) -> Result<(u64, u64)> {
+    let items = store.erase_scope(scope).await?;
+    let mut bodies = 0;
+    for eraser in erasers {
+        bodies += eraser.erase_prefix(&scope.key_prefix()).await?;
+    }
+    Ok((items, bodies))
+}
+
+/// Erases a discarded fork's data the way a deleted workspace's goes (without needing the
+/// rest of the session service).
+pub struct ScopeData {
+    pub store: Arc<dyn SessionStore>,
+    pub erasers: Vec<Arc<dyn BodyEraser>>,
+}
+
+#[async_trait::async_trait]
+impl crate::ports::ScopeEraser for ScopeData {
+    async fn erase_scope_data(&self, scope: &Scope) -> Result<()> {
+        let (items, bodies) = erase_scope(self.store.as_ref(), &self.erasers, scope).await?;
+        tracing::info!(%scope, items, bodies, "scope erased");
+        Ok(())
     }
 }

@@ -10,6 +10,7 @@ pub fn tags() -> Value {
         { "name": "files", "description": "Versioned files: read, write, list, delete." },
         { "name": "history", "description": "Versions, diffs, restore, erase, the change log." },
         { "name": "snapshots", "description": "Snapshots, checkpoints, rollback, run records." },
+        { "name": "forks", "description": "Forks for sub-agents: a private copy, a three-way diff, a merge back." },
         { "name": "uploads", "description": "Two-step uploads of files over maxFileBytes." },
         { "name": "agents", "description": "MCP tools, Claude's memory tool, the event stream." },
         { "name": "blobs", "description": "openwop RFC 0019 blob storage and presigned URLs." },
@@ -316,6 +317,28 @@ pub fn describe(spec: &RouteSpec) -> Value {
             .answers("200", "What the rollback did, path by path.", schema("RollbackReport")),
         Route::DeleteSnapshot => op("deleteSnapshot", "snapshots", "Delete a snapshot (its pins end).")
             .empty("204", "Deleted."),
+        Route::CreateFork => op("createFork", "forks", "Fork the workspace: a private copy (no body is copied) that lives until expiresAt.")
+            .body(schema("CreateFork"))
+            .answers("201", "The fork; name its workspaceId in X-Workspace-Id to work in it.", schema("Fork"))
+            .links(json!({
+                "GetFork": { "operationId": "getFork", "parameters": { "id": "$response.body#/forkId" } },
+                "ForkDiff": { "operationId": "forkDiff", "parameters": { "id": "$response.body#/forkId" } },
+                "MergeFork": { "operationId": "mergeFork", "parameters": { "id": "$response.body#/forkId" } },
+                "DiscardFork": { "operationId": "discardFork", "parameters": { "id": "$response.body#/forkId" } },
+            })),
+        Route::ListForks => limit_and_token(op("listForks", "forks", "The workspace's live forks, newest first."))
+            .answers("200", "A page of forks.", schema("ForkList")),
+        Route::GetFork => op("getFork", "forks", "One fork, with how many paths changed on each side since its base.")
+            .answers("200", "The fork.", schema("ForkDetail")),
+        Route::DiscardFork => op("discardFork", "forks", "Discard a fork: its own files and versions go, its pins end; the parent is untouched.")
+            .empty("204", "Discarded."),
+        Route::ForkDiff => limit_and_token(op("forkDiff", "forks", "Every path changed on either side since the fork's base, in path order, decided on identity (never content)."))
+            .params(&["Prefix"])
+            .answers("200", "A page of the three-way diff.", schema("ForkDiff")),
+        Route::MergeFork => op("mergeFork", "forks", "Merge the fork's changes into the workspace; any conflict left is a 409 with details.conflicts, and nothing is applied.")
+            .params(&["IdempotencyKey"])
+            .body(schema("MergeFork"))
+            .answers("200", "What was applied (or, with dryRun, would be).", schema("MergeReport")),
         Route::CreateRun => op("createRun", "snapshots", "Start a run record: a snapshot naming its workflow.")
             .body(schema("StartRun"))
             .answers("201", "The run.", schema("Run"))

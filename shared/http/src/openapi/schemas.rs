@@ -282,6 +282,117 @@ fn schemas() -> Value {
             },
             "example": { "label": "before the run", "keep": true },
         },
+        "CreateFork": {
+            "type": "object",
+            "properties": {
+                "from": { "const": "live", "description": "The parent as it is now (the only source so far)." },
+                "label": { "type": "string", "minLength": 1, "maxLength": 128 },
+                "ttlSeconds": { "type": "integer", "minimum": 1, "description": "Default 7 days, at most 30 (WORKSPACE_FORK_TTL_SECONDS, WORKSPACE_FORK_MAX_TTL_SECONDS)." },
+            },
+            "additionalProperties": false,
+            "example": { "label": "sub-agent 1", "ttlSeconds": 3600 },
+        },
+        "ForkBase": {
+            "type": "object",
+            "required": ["snapshotId", "createdAt"],
+            "properties": { "snapshotId": { "type": "string" }, "createdAt": time() },
+        },
+        "Fork": {
+            "type": "object",
+            "required": ["forkId", "workspaceId", "parentWorkspaceId", "base", "createdAt", "expiresAt"],
+            "properties": {
+                "forkId": { "type": "string" },
+                "workspaceId": { "type": "string", "description": "The same as forkId: name it in X-Workspace-Id." },
+                "parentWorkspaceId": { "type": "string" },
+                "base": schema("ForkBase"),
+                "label": nullable("string"),
+                "createdAt": time(),
+                "expiresAt": time(),
+            },
+        },
+        "ForkDetail": {
+            "allOf": [schema("Fork"), {
+                "type": "object",
+                "required": ["changedPaths"],
+                "properties": { "changedPaths": {
+                    "type": "object",
+                    "required": ["fork", "parent", "conflicts"],
+                    "properties": {
+                        "fork": { "type": "integer" },
+                        "parent": { "type": "integer" },
+                        "conflicts": { "type": "integer" },
+                    },
+                } },
+            }],
+        },
+        "ForkList": {
+            "type": "object",
+            "required": ["forks"],
+            "properties": {
+                "forks": { "type": "array", "items": schema("Fork") },
+                "nextToken": { "type": "string" },
+            },
+        },
+        "ForkDiff": {
+            "type": "object",
+            "required": ["forkId", "base", "changes"],
+            "properties": {
+                "forkId": { "type": "string" },
+                "base": schema("ForkBase"),
+                "changes": { "type": "array", "items": {
+                    "type": "object",
+                    "required": ["path", "fork", "parent", "conflict"],
+                    "properties": {
+                        "path": { "type": "string" },
+                        "fork": { "enum": ["added", "modified", "deleted", "unchanged"] },
+                        "parent": { "enum": ["added", "modified", "deleted", "unchanged"] },
+                        "baseVersion": { "type": "integer" },
+                        "forkVersion": { "type": "integer" },
+                        "parentVersion": { "type": "integer" },
+                        "conflict": { "type": "boolean" },
+                    },
+                } },
+                "nextToken": { "type": "string" },
+            },
+        },
+        "MergeFork": {
+            "type": "object",
+            "properties": {
+                "strategy": { "enum": ["fail", "fork-wins", "parent-wins", "three-way"], "description": "Default fail." },
+                "resolutions": { "type": "object", "additionalProperties": {
+                    "oneOf": [
+                        { "enum": ["fork", "parent"] },
+                        { "type": "object", "required": ["content"], "properties": { "content": { "type": "string" } }, "additionalProperties": false },
+                        { "type": "object", "required": ["contentBase64"], "properties": { "contentBase64": { "type": "string", "contentEncoding": "base64" } }, "additionalProperties": false },
+                    ],
+                } },
+                "dryRun": { "type": "boolean" },
+                "discardFork": { "type": "boolean" },
+            },
+            "additionalProperties": false,
+            "example": { "strategy": "three-way", "dryRun": true },
+        },
+        "MergeReport": {
+            "type": "object",
+            "required": ["mergeId", "forkId", "dryRun", "applied", "base", "forkDiscarded"],
+            "properties": {
+                "mergeId": { "type": "string" },
+                "forkId": { "type": "string" },
+                "dryRun": { "type": "boolean" },
+                "applied": { "type": "array", "items": {
+                    "type": "object",
+                    "required": ["path", "operation"],
+                    "properties": {
+                        "path": { "type": "string" },
+                        "operation": { "enum": ["put", "delete"] },
+                        "version": { "type": "integer" },
+                        "etag": { "type": "string" },
+                    },
+                } },
+                "base": schema("ForkBase"),
+                "forkDiscarded": { "type": "boolean" },
+            },
+        },
         "Rollback": {
             "type": "object",
             "properties": {

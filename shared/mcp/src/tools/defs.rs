@@ -136,6 +136,42 @@ pub fn definitions() -> Vec<Value> {
             }),
             &["command"],
         ),
+        tool(
+            "fork_workspace",
+            "Fork this workspace: a private copy for a sub-agent (no file is copied; it reads this workspace as it is now until it writes). Answers the fork's id: hand a sub-agent a key for it, or name it in X-Workspace-Id. Merge it back with merge_fork.",
+            json!({
+                "label": { "type": "string", "description": "A name for the fork (e.g. the sub-agent's task)" },
+                "ttl_seconds": { "type": "number", "description": "How long the fork lives (default 7 days)" },
+            }),
+            &[],
+        ),
+        tool(
+            "fork_diff",
+            "What changed since a fork was made, path by path, on the fork and in this workspace, and which paths conflict (changed differently on both sides).",
+            json!({
+                "fork_id": { "type": "string", "description": "The fork's id, as fork_workspace answered it" },
+                "prefix": { "type": "string", "description": "Only paths starting with this" },
+            }),
+            &["fork_id"],
+        ),
+        tool(
+            "merge_fork",
+            "Merge a fork's changes into this workspace. A dry run (nothing changes) unless apply is true. Conflicts are listed with the text merged with conflict markers; settle each with resolutions, or choose a strategy, and call again. Nothing is applied while a conflict is left.",
+            json!({
+                "fork_id": { "type": "string", "description": "The fork's id" },
+                "strategy": { "type": "string", "enum": ["fail", "fork-wins", "parent-wins", "three-way"], "description": "How paths changed on both sides are settled (default fail: each is a conflict; three-way merges text line by line)" },
+                "resolutions": { "type": "object", "description": "Per path: \"fork\", \"parent\", or {\"content\": \"<the text to keep>\"}; wins over the strategy", "additionalProperties": true },
+                "apply": { "type": "boolean", "description": "true: merge for real (default: a dry run)" },
+                "discard_fork": { "type": "boolean", "description": "Discard the fork after merging" },
+            }),
+            &["fork_id"],
+        ),
+        tool(
+            "discard_fork",
+            "Discard a fork: its files and versions go; this workspace is untouched.",
+            json!({ "fork_id": { "type": "string", "description": "The fork's id" } }),
+            &["fork_id"],
+        ),
     ]
 }
 

@@ -5,6 +5,7 @@
 
 mod args;
 mod defs;
+mod forks;
 mod read;
 mod search;
 mod write;
@@ -157,6 +158,10 @@ pub async fn call(ws: &Workspace<'_>, name: &str, args: &Map<String, Value>) -> 
         "delete_file" => write::delete_file(ws, args).await,
         "move_file" => write::move_file(ws, args).await,
         "edit_file" => write::edit_file(ws, args).await,
+        "fork_workspace" => forks::fork_workspace(ws, args).await,
+        "fork_diff" => forks::fork_diff(ws, args).await,
+        "merge_fork" => forks::merge_fork(ws, args).await,
+        "discard_fork" => forks::discard_fork(ws, args).await,
         other => Err(fail(format!("Unknown tool: {other}"))),
     };
     outcome.unwrap_or_else(|e| e)

@@ -1,0 +1,840 @@
+//! Contract cases for forks: read-through to the base, private writes and deletions,
+//! listing across both sides, the three-way diff, every merge strategy and resolution,
+//! dry runs, idempotent retries, isolation, discard and expiry.
+
+use crate::harness::{
+    file_uri, Harness, Reply, KEY_A, KEY_EVIL, KEY_OTHER, KEY_READ_ONLY, KEY_SCOPED, KEY_TENANT,
+};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use http::Method;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+const FORKS: &str = "/v1/host/workspace/forks";
+
+impl Harness {
+    pub async fn create_fork(&self, key: &str, body: Value) -> Reply {
+        self.call(Method::POST, FORKS, Some(key))
+            .json(&body)
+            .send()
+            .await
+    }
+
+    /// A fork of the caller's workspace (201), by its workspace id.
+    pub async fn new_fork(&self, key: &str) -> String {
+        let r = self.create_fork(key, json!({})).await;
+        assert_eq!(
+            r.status.as_u16(),
+            201,
+            "{}",
+            String::from_utf8_lossy(&r.body)
+        );
+        r.json()["workspaceId"]
+            .as_str()
+            .expect("workspaceId")
+            .to_owned()
+    }
+
+    /// A request to `uri` acting on `fork`.
+    pub async fn in_fork(&self, method: Method, uri: &str, key: &str, fork: &str) -> Reply {
+        self.call(method, uri, Some(key))
+            .header("x-workspace-id", fork)
+            .send()
+            .await
+    }
+
+    pub async fn fork_put(&self, key: &str, fork: &str, path: &str, content: &str) -> Reply {
+        self.call(Method::PUT, &file_uri(path), Some(key))
+            .header("x-workspace-id", fork)
+            .json(&json!({ "content": content }))
+            .send()
+            .await
+    }
+
+    pub async fn fork_get(&self, key: &str, fork: &str, path: &str) -> Reply {
+        self.in_fork(Method::GET, &file_uri(path), key, fork).await
+    }
+
+    pub async fn merge(&self, key: &str, fork: &str, body: Value) -> Reply {
+        self.call(Method::POST, &format!("{FORKS}/{fork}/merge"), Some(key))
+            .json(&body)
+            .send()
+            .await
+    }
+
+    pub async fn fork_diff(&self, key: &str, fork: &str, query: &str) -> Reply {
+        self.call(
+            Method::GET,
+            &format!("{FORKS}/{fork}/diff{query}"),
+            Some(key),
+        )
+        .send()
+        .await
+    }
+
+    /// Every file of a listing (following `nextToken`, `limit` per page), as
+    /// (path, version).
+    async fn listed(&self, key: &str, fork: Option<&str>, limit: usize) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut uri = format!("/v1/host/workspace/files?limit={limit}");
+            if let Some(t) = &token {
+                uri.push_str(&format!("&nextToken={t}"));
+            }
+            let mut call = self.call(Method::GET, &uri, Some(key));
+            if let Some(f) = fork {
+                call = call.header("x-workspace-id", f);
+            }
+            let page = call.send().await.assert_ok();
+            for f in page["files"].as_array().expect("files") {
+                out.push((
+                    f["path"].as_str().expect("path").to_owned(),
+                    f["version"].as_u64().expect("version"),
+                ));
+            }
+            match page["nextToken"].as_str() {
+                Some(t) => token = Some(t.to_owned()),
+                None => return out,
+            }
+        }
+    }
+
+    /// Path → content of every live file of the workspace (or fork).
+    async fn contents(&self, key: &str, fork: Option<&str>) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for (path, _) in self.listed(key, fork, 100).await {
+            let r = match fork {
+                Some(f) => self.fork_get(key, f, &path).await,
+                None => self.get(key, &path).await,
+            };
+            let v = r.assert_ok();
+            let content = v["content"]
+                .as_str()
+                .map(str::to_owned)
+                .or_else(|| v["contentBase64"].as_str().map(|b| format!("base64:{b}")))
+                .expect("content");
+            out.insert(path, content);
+        }
+        out
+    }
+}
+
+fn paths(v: &[(String, u64)]) -> Vec<&str> {
+    v.iter().map(|(p, _)| p.as_str()).collect()
+}
+
+pub async fn forks_read_through_and_write_only_to_themselves(h: Harness) {
+    h.put(KEY_A, "a.md", "a1").await.assert_ok();
+    h.put(KEY_A, "b.md", "b1").await.assert_ok();
+    h.put(KEY_A, "dir/c.md", "c1").await.assert_ok();
+    let created = h
+        .create_fork(KEY_A, json!({"label": "sub-agent 1", "ttlSeconds": 3600}))
+        .await;
+    assert_eq!(created.status.as_u16(), 201);
+    let f = created.json();
+    let fork = f["workspaceId"].as_str().expect("workspaceId").to_owned();
+    assert_eq!(f["forkId"], f["workspaceId"]);
+    assert_eq!(f["parentWorkspaceId"], "main");
+    assert_eq!(f["label"], "sub-agent 1");
+    assert!(fork.starts_with("main~"), "{fork}");
+    assert!(f["base"]["snapshotId"].is_string() && f["expiresAt"].is_string());
+
+    // The fork reads its parent as of the base, version and etag included.
+    let a = h.fork_get(KEY_A, &fork, "a.md").await.assert_ok();
+    let parent_a = h.get(KEY_A, "a.md").await.assert_ok();
+    assert_eq!(
+        (a["content"].clone(), a["etag"].clone()),
+        (json!("a1"), parent_a["etag"].clone())
+    );
+    // A later change of the parent is not seen in the fork.
+    h.put(KEY_A, "a.md", "a2").await.assert_ok();
+    assert_eq!(
+        h.fork_get(KEY_A, &fork, "a.md").await.assert_ok()["content"],
+        "a1"
+    );
+
+    // Writes stay in the fork, and continue the inherited file's numbering.
+    let b2 = h.fork_put(KEY_A, &fork, "b.md", "b2").await.assert_ok();
+    assert_eq!(b2["version"], 2);
+    assert_eq!(h.get(KEY_A, "b.md").await.assert_ok()["content"], "b1");
+    let b1 = h
+        .in_fork(
+            Method::GET,
+            &format!("{}?version=1", file_uri("b.md")),
+            KEY_A,
+            &fork,
+        )
+        .await
+        .assert_ok();
+    assert_eq!(b1["content"], "b1");
+    let history = h
+        .in_fork(
+            Method::GET,
+            "/v1/host/workspace/versions/b.md",
+            KEY_A,
+            &fork,
+        )
+        .await
+        .assert_ok();
+    let versions: Vec<u64> = history["versions"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .map(|v| v["version"].as_u64().expect("version"))
+        .collect();
+    assert_eq!(versions, vec![2, 1]);
+    // If-Match against an inherited file's etag works like any other.
+    let stale = h
+        .call(Method::PUT, &file_uri("a.md"), Some(KEY_A))
+        .header("x-workspace-id", &fork)
+        .header("if-match", "\"not-the-etag\"")
+        .json(&json!({"content": "x"}))
+        .send()
+        .await;
+    stale.assert_error(409, "workspace_conflict");
+
+    // A deletion hides the parent's file in the fork only.
+    let gone = h
+        .in_fork(Method::DELETE, &file_uri("dir/c.md"), KEY_A, &fork)
+        .await;
+    assert_eq!(gone.status.as_u16(), 204);
+    h.fork_get(KEY_A, &fork, "dir/c.md")
+        .await
+        .assert_error(404, "not_found");
+    assert_eq!(h.get(KEY_A, "dir/c.md").await.assert_ok()["content"], "c1");
+    h.fork_put(KEY_A, &fork, "new.md", "n1").await.assert_ok();
+    h.get(KEY_A, "new.md").await.assert_error(404, "not_found");
+
+    // Listings merge both sides in path order, a page at a time.
+    for limit in [1, 2, 100] {
+        let listed = h.listed(KEY_A, Some(&fork), limit).await;
+        assert_eq!(
+            listed,
+            vec![
+                ("a.md".to_owned(), 1),
+                ("b.md".to_owned(), 2),
+                ("new.md".to_owned(), 1)
+            ],
+            "limit {limit}"
+        );
+    }
+    assert_eq!(
+        paths(&h.listed(KEY_A, None, 2).await),
+        vec!["a.md", "b.md", "dir/c.md"]
+    );
+
+    // The parent lists its fork, and counts what changed on each side.
+    let list = h
+        .call(Method::GET, FORKS, Some(KEY_A))
+        .send()
+        .await
+        .assert_ok();
+    let forks = list["forks"].as_array().expect("forks");
+    assert_eq!(forks.len(), 1);
+    assert_eq!(forks[0]["forkId"], json!(fork));
+    assert_eq!(forks[0]["label"], "sub-agent 1");
+    let one = h
+        .call(Method::GET, &format!("{FORKS}/{fork}"), Some(KEY_A))
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(
+        one["changedPaths"],
+        json!({"fork": 3, "parent": 1, "conflicts": 0})
+    );
+}
+
+/// Base, fork and parent set up so that every state a path can be in occurs once, over two
+/// workspaces (the harness holds at most five files in each): `main` (through `KEY_A`)
+/// gets the states of text files, `other` (through `KEY_OTHER`) the rest.
+async fn every_state(h: &Harness, key: &str) -> String {
+    let main = key == KEY_A;
+    let base: &[(&str, &str)] = if main {
+        &[
+            ("fork.md", "f0"),
+            ("parent.md", "p0"),
+            ("both.md", "b0\n"),
+            ("del.md", "d0"),
+            ("both-del.md", "x"),
+        ]
+    } else {
+        &[
+            ("same.md", "s"),
+            ("text.md", "l1\nl2\nl3\nl4\n"),
+            ("same-bytes.md", "z0"),
+            ("mod-del.md", "m0"),
+        ]
+    };
+    for (p, c) in base {
+        h.put(key, p, c).await.assert_ok();
+    }
+    let put_bin = |fork: Option<String>, bytes: &'static [u8]| {
+        let mut call = h
+            .call(Method::PUT, &file_uri("bin.dat"), Some(key))
+            .json(&json!({ "contentBase64": STANDARD.encode(bytes) }));
+        if let Some(f) = fork {
+            call = call.header("x-workspace-id", f);
+        }
+        call.send()
+    };
+    if !main {
+        put_bin(None, &[0xff, 0, 1]).await.assert_ok();
+    }
+    let fork = h.new_fork(key).await;
+    let (fork_writes, fork_deletes): (&[(&str, &str)], &[&str]) = if main {
+        (
+            &[
+                ("fork.md", "f1"),
+                ("both.md", "fork\n"),
+                ("added.md", "new"),
+            ],
+            &["del.md", "both-del.md"],
+        )
+    } else {
+        (
+            &[
+                ("text.md", "L1\nl2\nl3\nl4\n"),
+                ("same-bytes.md", "z1"),
+                ("mod-del.md", "m1"),
+            ],
+            &[],
+        )
+    };
+    for p in fork_deletes {
+        let r = h.in_fork(Method::DELETE, &file_uri(p), key, &fork).await;
+        assert_eq!(r.status.as_u16(), 204);
+    }
+    for (p, c) in fork_writes {
+        h.fork_put(key, &fork, p, c).await.assert_ok();
+    }
+    let (parent_writes, parent_deletes): (&[(&str, &str)], &[&str]) = if main {
+        (
+            &[("parent.md", "p1"), ("both.md", "parent\n")],
+            &["both-del.md"],
+        )
+    } else {
+        (
+            &[("text.md", "l1\nl2\nl3\nL4\n"), ("same-bytes.md", "z1")],
+            &["mod-del.md"],
+        )
+    };
+    if !main {
+        put_bin(Some(fork.clone()), &[0xff, 0, 2]).await.assert_ok();
+        put_bin(None, &[0xff, 0, 3]).await.assert_ok();
+    }
+    for (p, c) in parent_writes {
+        h.put(key, p, c).await.assert_ok();
+    }
+    for p in parent_deletes {
+        assert_eq!(h.delete(key, p).await.status.as_u16(), 204);
+    }
+    fork
+}
+
+fn diff_rows(changes: &Value) -> Vec<(String, String, String, bool)> {
+    changes
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| {
+            (
+                c["path"].as_str().expect("path").to_owned(),
+                c["fork"].as_str().expect("fork").to_owned(),
+                c["parent"].as_str().expect("parent").to_owned(),
+                c["conflict"].as_bool().expect("conflict"),
+            )
+        })
+        .collect()
+}
+
+fn row(p: &str, f: &str, q: &str, c: bool) -> (String, String, String, bool) {
+    (p.to_owned(), f.to_owned(), q.to_owned(), c)
+}
+
+pub async fn fork_diffs_tell_every_state_apart(h: Harness) {
+    let fork = every_state(&h, KEY_A).await;
+    let d = h.fork_diff(KEY_A, &fork, "").await.assert_ok();
+    assert_eq!(d["forkId"], json!(fork));
+    let expected = vec![
+        row("added.md", "added", "unchanged", false),
+        row("both-del.md", "deleted", "deleted", false),
+        row("both.md", "modified", "modified", true),
+        row("del.md", "deleted", "unchanged", false),
+        row("fork.md", "modified", "unchanged", false),
+        row("parent.md", "unchanged", "modified", false),
+    ];
+    assert_eq!(diff_rows(&d["changes"]), expected);
+    let fork_md = &d["changes"][4];
+    assert_eq!(
+        (
+            fork_md["baseVersion"].clone(),
+            fork_md["forkVersion"].clone(),
+            fork_md["parentVersion"].clone()
+        ),
+        (json!(1), json!(2), json!(1))
+    );
+    assert!(d["changes"][0].get("baseVersion").is_none());
+    // Paged, the same rows in the same order.
+    let mut rows = Vec::new();
+    let mut query = "?limit=4".to_owned();
+    loop {
+        let page = h.fork_diff(KEY_A, &fork, &query).await.assert_ok();
+        rows.extend(diff_rows(&page["changes"]));
+        match page["nextToken"].as_str() {
+            Some(t) => query = format!("?limit=4&nextToken={t}"),
+            None => break,
+        }
+    }
+    assert_eq!(rows, expected);
+    // A prefix narrows it.
+    let only = h.fork_diff(KEY_A, &fork, "?prefix=both").await.assert_ok();
+    assert_eq!(diff_rows(&only["changes"]).len(), 2);
+
+    let other = every_state(&h, KEY_OTHER).await;
+    let d = h.fork_diff(KEY_OTHER, &other, "").await.assert_ok();
+    assert_eq!(
+        diff_rows(&d["changes"]),
+        vec![
+            row("bin.dat", "modified", "modified", true),
+            row("mod-del.md", "modified", "deleted", true),
+            // The same bytes written on both sides: no conflict.
+            row("same-bytes.md", "modified", "modified", false),
+            row("text.md", "modified", "modified", true),
+        ]
+    );
+}
+
+fn conflict_paths(v: &Value) -> Vec<String> {
+    v["details"]["conflicts"]
+        .as_array()
+        .expect("conflicts")
+        .iter()
+        .map(|c| c["path"].as_str().expect("path").to_owned())
+        .collect()
+}
+
+fn ops(report: &Value) -> Vec<(String, String)> {
+    report["applied"]
+        .as_array()
+        .expect("applied")
+        .iter()
+        .map(|a| {
+            (
+                a["path"].as_str().expect("path").to_owned(),
+                a["operation"].as_str().expect("operation").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn op(p: &str, o: &str) -> (String, String) {
+    (p.to_owned(), o.to_owned())
+}
+
+fn files(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+    entries
+        .iter()
+        .map(|(p, c)| (p.to_string(), c.to_string()))
+        .collect()
+}
+
+pub async fn merges_apply_only_what_strategies_and_resolutions_allow(h: Harness) {
+    let fork = every_state(&h, KEY_A).await;
+    let other = every_state(&h, KEY_OTHER).await;
+    let main_before = h.contents(KEY_A, None).await;
+    let other_before = h.contents(KEY_OTHER, None).await;
+
+    // The default strategy fails on any conflict, reports each, and applies nothing.
+    let v = h
+        .merge(KEY_A, &fork, json!({}))
+        .await
+        .assert_error(409, "workspace_conflict");
+    assert_eq!(conflict_paths(&v), vec!["both.md"]);
+    let c = &v["details"]["conflicts"][0];
+    let marked = c["merged"].as_str().expect("merged text");
+    assert!(
+        marked.contains("<<<<<<< parent\nparent\n=======\nfork\n>>>>>>> fork"),
+        "{marked}"
+    );
+    assert_eq!(c["binary"], false);
+    assert!(c["base"]["etag"].is_string() && c["fork"]["etag"].is_string());
+    let v = h
+        .merge(KEY_OTHER, &other, json!({}))
+        .await
+        .assert_error(409, "workspace_conflict");
+    assert_eq!(conflict_paths(&v), vec!["bin.dat", "mod-del.md", "text.md"]);
+    let conflicts = &v["details"]["conflicts"];
+    assert_eq!(conflicts[0]["binary"], true);
+    assert!(conflicts[0].get("merged").is_none());
+    assert_eq!(conflicts[1]["parent"]["deleted"], true);
+    assert_eq!(conflicts[1]["fork"]["deleted"], false);
+    assert_eq!(conflicts[2]["merged"], "L1\nl2\nl3\nL4\n");
+    assert_eq!(h.contents(KEY_A, None).await, main_before);
+    assert_eq!(h.contents(KEY_OTHER, None).await, other_before);
+
+    // three-way merges the text that merges cleanly; binary and modify/delete stay.
+    let v = h
+        .merge(
+            KEY_OTHER,
+            &other,
+            json!({"strategy": "three-way", "dryRun": true}),
+        )
+        .await
+        .assert_error(409, "workspace_conflict");
+    assert_eq!(conflict_paths(&v), vec!["bin.dat", "mod-del.md"]);
+
+    // Resolutions settle the rest; a dry run reports and changes nothing.
+    let body = json!({
+        "strategy": "three-way",
+        "resolutions": { "bin.dat": "fork", "mod-del.md": "parent" },
+    });
+    let mut dry = body.clone();
+    dry["dryRun"] = json!(true);
+    let planned = h.merge(KEY_OTHER, &other, dry).await.assert_ok();
+    assert_eq!(planned["dryRun"], true);
+    let expected = vec![op("bin.dat", "put"), op("text.md", "put")];
+    assert_eq!(ops(&planned), expected);
+    assert_eq!(h.contents(KEY_OTHER, None).await, other_before);
+    let merged = h.merge(KEY_OTHER, &other, body).await.assert_ok();
+    assert_eq!(
+        (merged["dryRun"].clone(), ops(&merged)),
+        (json!(false), expected)
+    );
+    assert!(merged["applied"][0]["version"].is_u64() && merged["applied"][0]["etag"].is_string());
+    let other_after = files(&[
+        ("bin.dat", "base64:/wAC"),
+        ("same-bytes.md", "z1"),
+        ("same.md", "s"),
+        ("text.md", "L1\nl2\nl3\nL4\n"),
+    ]);
+    assert_eq!(h.contents(KEY_OTHER, None).await, other_after);
+    // The fork now holds the merged state (mod-del.md: the parent's deletion won).
+    assert_eq!(h.contents(KEY_OTHER, Some(&other)).await, other_after);
+
+    // Content resolutions, edited by a person or a program.
+    let body = json!({ "resolutions": { "both.md": { "content": "resolved\n" } } });
+    let merged = h.merge(KEY_A, &fork, body).await.assert_ok();
+    assert_eq!(
+        ops(&merged),
+        vec![
+            op("added.md", "put"),
+            op("both.md", "put"),
+            op("del.md", "delete"),
+            op("fork.md", "put")
+        ]
+    );
+    let main_after = files(&[
+        ("added.md", "new"),
+        ("both.md", "resolved\n"),
+        ("fork.md", "f1"),
+        ("parent.md", "p1"),
+    ]);
+    assert_eq!(h.contents(KEY_A, None).await, main_after);
+    assert_eq!(h.contents(KEY_A, Some(&fork)).await, main_after);
+    let after = h.fork_diff(KEY_A, &fork, "").await.assert_ok();
+    assert_eq!(after["changes"], json!([]));
+    assert_eq!(after["base"]["snapshotId"], merged["base"]["snapshotId"]);
+
+    // A second merge carries only what changed since.
+    h.fork_put(KEY_A, &fork, "later.md", "l").await.assert_ok();
+    let second = h.merge(KEY_A, &fork, json!({})).await.assert_ok();
+    assert_eq!(ops(&second), vec![op("later.md", "put")]);
+
+    // parent-wins and fork-wins, on a fresh conflict.
+    h.fork_put(KEY_A, &fork, "fork.md", "fork side")
+        .await
+        .assert_ok();
+    h.put(KEY_A, "fork.md", "parent side").await.assert_ok();
+    let kept = h
+        .merge(KEY_A, &fork, json!({"strategy": "parent-wins"}))
+        .await
+        .assert_ok();
+    assert_eq!(kept["applied"], json!([]));
+    assert_eq!(
+        h.get(KEY_A, "fork.md").await.assert_ok()["content"],
+        "parent side"
+    );
+    assert_eq!(
+        h.fork_get(KEY_A, &fork, "fork.md").await.assert_ok()["content"],
+        "parent side"
+    );
+    h.fork_put(KEY_A, &fork, "fork.md", "fork again")
+        .await
+        .assert_ok();
+    h.put(KEY_A, "fork.md", "parent again").await.assert_ok();
+    h.merge(
+        KEY_A,
+        &fork,
+        json!({"strategy": "fork-wins", "discardFork": true}),
+    )
+    .await
+    .assert_ok();
+    assert_eq!(
+        h.get(KEY_A, "fork.md").await.assert_ok()["content"],
+        "fork again"
+    );
+    // discardFork: the fork is gone with the merge.
+    h.fork_get(KEY_A, &fork, "fork.md")
+        .await
+        .assert_error(404, "not_found");
+}
+
+pub async fn merges_retry_by_idempotency_key_and_refuse_bad_requests(h: Harness) {
+    h.put(KEY_A, "a.md", "a0").await.assert_ok();
+    let fork = h.new_fork(KEY_A).await;
+    h.fork_put(KEY_A, &fork, "a.md", "a1").await.assert_ok();
+    let send = |body: Value| {
+        h.call(Method::POST, &format!("{FORKS}/{fork}/merge"), Some(KEY_A))
+            .header("idempotency-key", "merge-1")
+            .json(&body)
+            .send()
+    };
+    let first = send(json!({})).await.assert_ok();
+    let again = send(json!({})).await.assert_ok();
+    assert_eq!(first, again);
+    // One new version in the parent, not two.
+    assert_eq!(h.get(KEY_A, "a.md").await.assert_ok()["version"], 2);
+    send(json!({"strategy": "fork-wins"}))
+        .await
+        .assert_error(409, "workspace_conflict");
+
+    // Bad requests change nothing.
+    for body in [
+        json!({"strategy": "bogus"}),
+        json!({"resolutions": {"a.md": "neither"}}),
+        json!({"resolutions": {"a.md": {"contentBase64": "!!"}}}),
+        json!({"unknown": true}),
+        json!({"resolutions": {"untouched.md": "fork"}}),
+    ] {
+        h.fork_put(KEY_A, &fork, "a.md", "a2").await.assert_ok();
+        h.merge(KEY_A, &fork, body.clone())
+            .await
+            .assert_error(400, "validation_error");
+        assert_eq!(
+            h.get(KEY_A, "a.md").await.assert_ok()["content"],
+            "a1",
+            "{body}"
+        );
+    }
+    for body in [
+        json!({"ttlSeconds": 0}),
+        json!({"from": "s0000000000000-abc"}),
+        json!({"label": ""}),
+        json!({"other": 1}),
+    ] {
+        h.create_fork(KEY_A, body.clone())
+            .await
+            .assert_error(400, "validation_error");
+    }
+    // A fork is not forked again.
+    h.call(Method::POST, FORKS, Some(KEY_A))
+        .header("x-workspace-id", &fork)
+        .json(&json!({}))
+        .send()
+        .await
+        .assert_error(400, "validation_error");
+    assert_eq!(
+        h.call(Method::GET, FORKS, Some(KEY_A))
+            .send()
+            .await
+            .assert_ok()["forks"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}
+
+pub async fn forks_stay_in_their_workspace_and_go_when_discarded_or_expired(h: Harness) {
+    h.put(KEY_A, "a.md", "a0").await.assert_ok();
+    let fork = h.new_fork(KEY_A).await;
+    h.fork_put(KEY_A, &fork, "mine.md", "m").await.assert_ok();
+
+    // Another tenant naming the same id finds nothing; another workspace's key is refused.
+    h.fork_get(KEY_EVIL, &fork, "a.md")
+        .await
+        .assert_error(404, "not_found");
+    h.fork_put(KEY_EVIL, &fork, "x.md", "x")
+        .await
+        .assert_error(404, "not_found");
+    h.fork_get(KEY_OTHER, &fork, "a.md")
+        .await
+        .assert_error(403, "forbidden");
+    for (method, uri) in [
+        (Method::GET, format!("{FORKS}/{fork}")),
+        (Method::GET, format!("{FORKS}/{fork}/diff")),
+        (Method::DELETE, format!("{FORKS}/{fork}")),
+        (Method::POST, format!("{FORKS}/{fork}/merge")),
+    ] {
+        for key in [KEY_EVIL, KEY_OTHER] {
+            h.call(method.clone(), &uri, Some(key))
+                .send()
+                .await
+                .assert_error(404, "not_found");
+        }
+    }
+    // A tenant-wide key reaches it by name.
+    assert_eq!(
+        h.fork_get(KEY_TENANT, &fork, "mine.md").await.assert_ok()["content"],
+        "m"
+    );
+    // A read-only key reads it, and changes nothing.
+    assert_eq!(
+        h.fork_get(KEY_READ_ONLY, &fork, "a.md").await.assert_ok()["content"],
+        "a0"
+    );
+    h.fork_put(KEY_READ_ONLY, &fork, "x.md", "x")
+        .await
+        .assert_error(403, "forbidden");
+    h.merge(KEY_READ_ONLY, &fork, json!({}))
+        .await
+        .assert_error(403, "forbidden");
+    h.call(
+        Method::DELETE,
+        &format!("{FORKS}/{fork}"),
+        Some(KEY_READ_ONLY),
+    )
+    .send()
+    .await
+    .assert_error(403, "forbidden");
+    h.create_fork(KEY_READ_ONLY, json!({}))
+        .await
+        .assert_error(403, "forbidden");
+    // A key limited to paths cannot fork (a fork is the whole workspace).
+    h.create_fork(KEY_SCOPED, json!({}))
+        .await
+        .assert_error(403, "forbidden");
+
+    // Discarding: gone at once on every route, the parent untouched.
+    let discarded = h
+        .call(Method::DELETE, &format!("{FORKS}/{fork}"), Some(KEY_A))
+        .send()
+        .await;
+    assert_eq!(discarded.status.as_u16(), 204);
+    h.fork_get(KEY_A, &fork, "mine.md")
+        .await
+        .assert_error(404, "not_found");
+    h.fork_put(KEY_A, &fork, "again.md", "x")
+        .await
+        .assert_error(404, "not_found");
+    h.call(Method::GET, &format!("{FORKS}/{fork}"), Some(KEY_A))
+        .send()
+        .await
+        .assert_error(404, "not_found");
+    assert_eq!(h.get(KEY_A, "a.md").await.assert_ok()["content"], "a0");
+    assert_eq!(
+        h.call(Method::GET, FORKS, Some(KEY_A))
+            .send()
+            .await
+            .assert_ok()["forks"],
+        json!([])
+    );
+
+    // Expiry: a fork ends at expiresAt on every route and leaves the listing.
+    let short = h
+        .create_fork(KEY_A, json!({"ttlSeconds": 60}))
+        .await
+        .assert_ok();
+    let short = short["workspaceId"].as_str().expect("id").to_owned();
+    assert_eq!(
+        h.fork_get(KEY_A, &short, "a.md").await.assert_ok()["content"],
+        "a0"
+    );
+    h.clock.advance(61_000);
+    h.fork_get(KEY_A, &short, "a.md")
+        .await
+        .assert_error(404, "not_found");
+    assert_eq!(
+        h.call(Method::GET, FORKS, Some(KEY_A))
+            .send()
+            .await
+            .assert_ok()["forks"],
+        json!([])
+    );
+}
+
+/// The fork tools on `/mcp`: the same forks, diffs and merges, in text an agent acts on.
+pub async fn fork_tools_fork_compare_merge_and_discard(h: Harness) {
+    use crate::mcp::tool;
+    h.put(KEY_A, "notes.md", "one\ntwo\nthree\n")
+        .await
+        .assert_ok();
+    let (text, err) = tool(&h, KEY_A, "fork_workspace", json!({"label": "helper"})).await;
+    assert!(!err, "{text}");
+    let fork = text
+        .split_whitespace()
+        .nth(2)
+        .expect("Created fork <id> ...")
+        .to_owned();
+    assert!(fork.starts_with("main~"), "{text}");
+    // The sub-agent works in the fork; the workspace changes the same file elsewhere.
+    h.fork_put(KEY_A, &fork, "notes.md", "one\ntwo\nTHREE\n")
+        .await
+        .assert_ok();
+    h.put(KEY_A, "notes.md", "ONE\ntwo\nthree\n")
+        .await
+        .assert_ok();
+    h.fork_put(KEY_A, &fork, "plan.md", "p").await.assert_ok();
+    let (text, err) = tool(&h, KEY_A, "fork_diff", json!({"fork_id": fork})).await;
+    assert!(!err, "{text}");
+    assert!(
+        text.contains("! notes.md: fork modified, workspace modified"),
+        "{text}"
+    );
+    assert!(
+        text.contains("- plan.md: fork added, workspace unchanged"),
+        "{text}"
+    );
+
+    // Without a strategy the conflict is reported with its merged text, nothing applied.
+    let (text, err) = tool(
+        &h,
+        KEY_A,
+        "merge_fork",
+        json!({"fork_id": fork, "apply": true}),
+    )
+    .await;
+    assert!(
+        err && text.starts_with("Error: 1 path(s) changed on both sides"),
+        "{text}"
+    );
+    assert!(text.contains("ONE\ntwo\nTHREE\n"), "{text}");
+    h.get(KEY_A, "plan.md").await.assert_error(404, "not_found");
+    // A dry run by default; then the merge.
+    let args = json!({"fork_id": fork, "strategy": "three-way"});
+    let (text, err) = tool(&h, KEY_A, "merge_fork", args.clone()).await;
+    assert!(!err && text.starts_with("Dry run"), "{text}");
+    h.get(KEY_A, "plan.md").await.assert_error(404, "not_found");
+    let mut apply = args;
+    apply["apply"] = json!(true);
+    let (text, err) = tool(&h, KEY_A, "merge_fork", apply).await;
+    assert!(!err && text.contains("applied 2 change(s)"), "{text}");
+    assert_eq!(
+        h.get(KEY_A, "notes.md").await.assert_ok()["content"],
+        "ONE\ntwo\nTHREE\n"
+    );
+    assert_eq!(h.get(KEY_A, "plan.md").await.assert_ok()["content"], "p");
+
+    // A read-only key compares but never merges or discards.
+    let (_, err) = tool(&h, KEY_READ_ONLY, "fork_diff", json!({"fork_id": fork})).await;
+    assert!(!err);
+    for name in ["merge_fork", "discard_fork"] {
+        let (text, err) = tool(
+            &h,
+            KEY_READ_ONLY,
+            name,
+            json!({"fork_id": fork, "apply": true}),
+        )
+        .await;
+        assert!(err && text.contains("Access denied"), "{name}: {text}");
+    }
+    // Another tenant's key finds no such fork.
+    let (text, err) = tool(&h, KEY_EVIL, "discard_fork", json!({"fork_id": fork})).await;
+    assert!(err && text.contains("no fork"), "{text}");
+    let (text, err) = tool(&h, KEY_A, "discard_fork", json!({"fork_id": fork})).await;
+    assert!(!err, "{text}");
+    h.fork_get(KEY_A, &fork, "plan.md")
+        .await
+        .assert_error(404, "not_found");
+}

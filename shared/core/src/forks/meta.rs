@@ -1,0 +1,427 @@
+//! Reading a fork through to its base: the store as every service sees it.
+//!
+//! Wraps the real metadata store. A scope whose workspace is not a fork (no `~` in its id)
+//! goes straight through, at no cost. For a fork scope:
+//!
+//! | call | answer |
+//! |---|---|
+//! | `head` | the fork's own head (live or tombstone), else the base's file as a live head marked [`INHERITED_PIN_REV`] |
+//! | `version`, `list_versions` | the fork's own items, then the parent's at or below the base's seq |
+//! | `list_live`, `list_heads` | the fork's heads merged with the base's files in path order, a fork head hiding the base's |
+//! | `live_count` | the fork's live files plus the base's files it has not touched |
+//! | `commit` | on an inherited head: expected absent in the fork's own scope (its first write continues the base's numbering) |
+//! | `set_pins` | on an inherited head: nothing to do, the base's pin holds the version while the fork lives |
+//! | the rest | the fork's own records |
+//!
+//! Every fork call first reads the fork record, so a discarded or expired fork answers 404
+//! on every route; reads that fall through to the base read the base snapshot record too.
+
+use super::{ForkRecord, FORK_RECORD_KEY, FORK_RECORD_KIND};
+use crate::error::{Result, WorkspaceError};
+use crate::model::{
+    Erasure, Head, IdempotencyRecord, Pin, Snapshot, SnapshotFile, SnapshotInfo, VersionRecord,
+};
+use crate::path::{FilePath, PathPrefix};
+use crate::ports::{Clock, Commit, CommitOutcome, Expect, MetaStore, StoredRecord};
+use crate::scope::Scope;
+use async_trait::async_trait;
+use std::sync::Arc;
+
+/// The `pin_rev` of a head a fork inherits from its base: no stored head has it (a real
+/// `pin_rev` counts pin changes from 0), so a commit or pin naming it is known to be about
+/// a file the fork has not written yet.
+pub const INHERITED_PIN_REV: u64 = u64::MAX;
+
+/// Heads read per page while merging a fork's heads with its base.
+const PAGE: usize = 1000;
+
+pub struct ForkAwareMeta {
+    inner: Arc<dyn MetaStore>,
+    clock: Arc<dyn Clock>,
+}
+
+/// A fork's base as its reads need it.
+pub struct Base {
+    pub parent: Scope,
+    pub record: ForkRecord,
+    /// Sorted by path.
+    pub files: Vec<SnapshotFile>,
+}
+
+impl Base {
+    pub fn file(&self, path: &str) -> Option<&SnapshotFile> {
+        self.files
+            .binary_search_by(|f| f.path.as_str().cmp(path))
+            .ok()
+            .map(|i| &self.files[i])
+    }
+}
+
+fn no_fork(scope: &Scope) -> WorkspaceError {
+    WorkspaceError::not_found(format!(
+        "no fork {} (discarded, expired, or never created)",
+        scope.workspace
+    ))
+}
+
+/// The base's file as the fork's live head.
+pub(crate) fn inherited_head(f: &SnapshotFile) -> Head {
+    Head {
+        path: f.path.clone(),
+        lineage: f.lineage.clone(),
+        version: f.version,
+        seq: f.seq,
+        etag: f.etag.clone(),
+        size: f.size,
+        content_type: f.content_type.clone(),
+        updated_at: f.updated_at,
+        deleted: false,
+        body: f.body.clone(),
+        sha256: f.sha256.clone(),
+        pins: Vec::new(),
+        pin_rev: INHERITED_PIN_REV,
+    }
+}
+
+fn is_inherited(expect: &Expect) -> bool {
+    matches!(
+        expect,
+        Expect::Live {
+            pin_rev: INHERITED_PIN_REV,
+            ..
+        }
+    )
+}
+
+impl ForkAwareMeta {
+    pub fn new(inner: Arc<dyn MetaStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { inner, clock }
+    }
+
+    /// The store itself, without read-through (the fork bookkeeping).
+    pub fn stored(&self) -> &Arc<dyn MetaStore> {
+        &self.inner
+    }
+
+    /// `scope`'s parent and fork record when `scope` is a fork (`None` when it is not);
+    /// 404 when the fork does not exist or has expired.
+    pub async fn fork_record(&self, scope: &Scope) -> Result<Option<(Scope, ForkRecord)>> {
+        let Some(parent) = scope.workspace.fork_parent() else {
+            return Ok(None);
+        };
+        let now = self.clock.now_ms();
+        let stored = self
+            .inner
+            .record(scope, FORK_RECORD_KIND, FORK_RECORD_KEY)
+            .await?
+            .filter(|r| r.expires_at > now)
+            .ok_or_else(|| no_fork(scope))?;
+        let record: ForkRecord =
+            serde_json::from_str(&stored.value).map_err(WorkspaceError::internal)?;
+        Ok(Some((Scope::new(scope.tenant.clone(), parent), record)))
+    }
+
+    /// The base of fork `scope` (`None` when `scope` is not a fork).
+    pub async fn base(&self, scope: &Scope) -> Result<Option<Base>> {
+        match self.fork_record(scope).await? {
+            None => Ok(None),
+            Some((parent, record)) => self.base_of(scope, parent, record).await.map(Some),
+        }
+    }
+
+    async fn base_of(&self, scope: &Scope, parent: Scope, record: ForkRecord) -> Result<Base> {
+        let snapshot: Snapshot = self
+            .inner
+            .snapshot(&parent, &record.base_snapshot)
+            .await?
+            .ok_or_else(|| no_fork(scope))?;
+        Ok(Base {
+            parent,
+            record,
+            files: snapshot.files,
+        })
+    }
+
+    /// The fork's own heads under `prefix` after `after` (tombstones included), every page.
+    pub async fn own_heads(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+    ) -> Result<Vec<Head>> {
+        let mut out: Vec<Head> = Vec::new();
+        let mut cursor = after.cloned();
+        loop {
+            let page = self
+                .inner
+                .list_heads(scope, prefix, cursor.as_ref(), PAGE)
+                .await?;
+            let done = page.len() < PAGE;
+            cursor = page.last().map(|h| FilePath::parse(&h.path)).transpose()?;
+            out.extend(page);
+            if done || cursor.is_none() {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// How many of the base's files the fork has not written or deleted.
+    async fn untouched(&self, scope: &Scope, base: &Base) -> Result<u64> {
+        let own = self.own_heads(scope, &PathPrefix::default(), None).await?;
+        let touched = own.iter().filter(|h| base.file(&h.path).is_some()).count();
+        Ok((base.files.len() - touched) as u64)
+    }
+
+    /// The fork's heads merged with its base's files under `prefix` after `after`, in
+    /// path order, `limit` at most; tombstones only when asked.
+    async fn merged_heads(
+        &self,
+        scope: &Scope,
+        base: &Base,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+        tombstones: bool,
+    ) -> Result<Vec<Head>> {
+        // The base's files under the prefix, after `after` (they are sorted by path).
+        let from = base.files.partition_point(|f| {
+            f.path.as_str() < prefix.as_str()
+                || after.is_some_and(|a| f.path.as_str() <= a.as_str())
+        });
+        let under: Vec<&SnapshotFile> = base.files[from..]
+            .iter()
+            .take_while(|f| f.path.starts_with(prefix.as_str()))
+            .collect();
+        let mut inherited = under.into_iter().peekable();
+        let mut own: std::collections::VecDeque<Head> = Default::default();
+        let (mut own_done, mut cursor) = (false, after.cloned());
+        let mut out = Vec::new();
+        while out.len() < limit {
+            if own.is_empty() && !own_done {
+                let page = self
+                    .inner
+                    .list_heads(scope, prefix, cursor.as_ref(), PAGE)
+                    .await?;
+                own_done = page.len() < PAGE;
+                cursor = page.last().map(|h| FilePath::parse(&h.path)).transpose()?;
+                own.extend(page);
+            }
+            let next = match (own.front(), inherited.peek()) {
+                (None, None) => break,
+                (Some(o), Some(b)) if b.path < o.path => inherited.next().map(inherited_head),
+                (Some(o), Some(b)) if b.path == o.path => {
+                    inherited.next();
+                    own.pop_front()
+                }
+                (Some(_), _) => own.pop_front(),
+                (None, Some(_)) => inherited.next().map(inherited_head),
+            };
+            if let Some(h) = next.filter(|h| tombstones || h.is_live()) {
+                out.push(h);
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[async_trait]
+impl MetaStore for ForkAwareMeta {
+    async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
+        if scope.workspace.fork_parent().is_none() {
+            return self.inner.head(scope, path).await;
+        }
+        let (fork, own) = tokio::join!(self.fork_record(scope), self.inner.head(scope, path));
+        let Some((parent, record)) = fork? else {
+            return own;
+        };
+        if let Some(h) = own? {
+            return Ok(Some(h));
+        }
+        let base = self.base_of(scope, parent, record).await?;
+        Ok(base.file(path.as_str()).map(inherited_head))
+    }
+
+    async fn version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+    ) -> Result<Option<VersionRecord>> {
+        let Some(base) = self.base(scope).await? else {
+            return self.inner.version(scope, path, seq).await;
+        };
+        if let Some(v) = self.inner.version(scope, path, seq).await? {
+            return Ok(Some(v));
+        }
+        match base.file(path.as_str()) {
+            Some(f) if seq <= f.seq => self.inner.version(&base.parent, path, seq).await,
+            _ => Ok(None),
+        }
+    }
+
+    async fn list_live(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>> {
+        match self.base(scope).await? {
+            None => self.inner.list_live(scope, prefix, after, limit).await,
+            Some(base) => {
+                self.merged_heads(scope, &base, prefix, after, limit, false)
+                    .await
+            }
+        }
+    }
+
+    async fn list_heads(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>> {
+        match self.base(scope).await? {
+            None => self.inner.list_heads(scope, prefix, after, limit).await,
+            Some(base) => {
+                self.merged_heads(scope, &base, prefix, after, limit, true)
+                    .await
+            }
+        }
+    }
+
+    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
+        self.inner.idempotency(scope, key).await
+    }
+
+    async fn live_count(&self, scope: &Scope) -> Result<u64> {
+        let own = self.inner.live_count(scope).await?;
+        match self.base(scope).await? {
+            None => Ok(own),
+            Some(base) => Ok(own + self.untouched(scope, &base).await?),
+        }
+    }
+
+    async fn commit(&self, mut c: Commit) -> Result<CommitOutcome> {
+        if let Some((parent, record)) = self.fork_record(&c.scope).await? {
+            if is_inherited(&c.expect) {
+                // The fork's first change of a file it inherited: there is no head in the
+                // fork's own scope yet. Replacing an inherited file adds no file, and
+                // deleting one removes none of the fork's own.
+                c.expect = Expect::Absent;
+                c.head.pin_rev = 0;
+                if c.head.deleted {
+                    c.live_delta = 0;
+                } else {
+                    c.live_delta = 1;
+                    c.max_files = u64::MAX;
+                }
+            } else if c.live_delta > 0 {
+                // A new file: the inherited files the fork still holds count too.
+                let base = self.base_of(&c.scope, parent, record).await?;
+                let untouched = self.untouched(&c.scope, &base).await?;
+                c.max_files = c.max_files.saturating_sub(untouched);
+            }
+        }
+        self.inner.commit(c).await
+    }
+
+    async fn list_versions(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<VersionRecord>> {
+        let Some(base) = self.base(scope).await? else {
+            return self.inner.list_versions(scope, path, before, limit).await;
+        };
+        let mut out = self.inner.list_versions(scope, path, before, limit).await?;
+        if let Some(f) = base.file(path.as_str()) {
+            if out.len() < limit {
+                let below = before.map_or(f.seq + 1, |b| b.min(f.seq + 1));
+                let inherited = self
+                    .inner
+                    .list_versions(&base.parent, path, Some(below), limit - out.len())
+                    .await?;
+                out.extend(inherited);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn set_pins(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        expect: Expect,
+        pins: Vec<Pin>,
+        must_exist: Option<u64>,
+    ) -> Result<bool> {
+        if scope.workspace.fork_parent().is_some() && is_inherited(&expect) {
+            // The base's own pin holds the version for as long as the fork lives, and
+            // nothing of the fork outlives the fork.
+            return Ok(true);
+        }
+        self.inner
+            .set_pins(scope, path, expect, pins, must_exist)
+            .await
+    }
+
+    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
+        self.inner.put_snapshot(scope, snapshot).await
+    }
+
+    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
+        self.inner.snapshot(scope, id).await
+    }
+
+    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
+        self.inner.delete_snapshot(scope, id).await
+    }
+
+    async fn erase_version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+        erasure: &Erasure,
+    ) -> Result<Option<Option<crate::model::BodyRef>>> {
+        self.inner.erase_version(scope, path, seq, erasure).await
+    }
+
+    async fn list_changes(
+        &self,
+        scope: &Scope,
+        query: &crate::changes::ChangeQuery,
+    ) -> Result<crate::changes::ChangePage> {
+        self.inner.list_changes(scope, query).await
+    }
+
+    async fn put_record(
+        &self,
+        scope: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()> {
+        self.inner.put_record(scope, kind, key, record).await
+    }
+
+    async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
+        self.inner.record(scope, kind, key).await
+    }
+
+    async fn list_snapshots(
+        &self,
+        scope: &Scope,
+        id_prefix: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SnapshotInfo>> {
+        self.inner
+            .list_snapshots(scope, id_prefix, before, limit)
+            .await
+    }
+}

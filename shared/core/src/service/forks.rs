@@ -1,0 +1,1035 @@
+//! Forks (`crate::forks`): create, list, inspect, discard, the three-way diff, and the
+//! merge back.
+//!
+//! A merge, step by step (each step safe to stop after; a retry with the same
+//! `Idempotency-Key` finishes the work and answers the same `mergeId`):
+//! 1. compare base, fork and parent ([`three_way::diff`]) and decide each changed path by
+//!    the resolutions, then the strategy; any conflict left answers the report and
+//!    changes nothing;
+//! 2. apply the fork's changes to the parent through the ordinary write path, each
+//!    conditional on the parent head it was compared against (`If-Match` its etag, or
+//!    `If-None-Match: *`): a parent write that lands meanwhile stops the merge with a 409
+//!    instead of being overwritten. Changes applied before the stop stay applied (they are
+//!    ordinary versions) and compare equal on the retry, so nothing is applied twice;
+//! 3. align the fork with the result where it differs (a conflict the parent won, a text
+//!    merge), conditional on the fork head compared, so a sub-agent's newer write stays a
+//!    change for the next merge;
+//! 4. move the base: a new base snapshot of the parent, the fork record pointing at it,
+//!    the old base snapshot deleted (its pins end). A second merge carries only later
+//!    changes;
+//! 5. record the report under the `Idempotency-Key`.
+
+use super::*;
+use crate::forks::three_way::{self, Change, Decision, FileState, PathDiff, Resolution, Strategy};
+use crate::forks::{
+    base_snapshot_id, created_of_base, suffix_of_base, text, Base, ForkRecord, BASE_ID_PREFIX,
+    FORK_RECORD_KEY, FORK_RECORD_KIND,
+};
+use crate::model::SnapshotFile;
+use crate::ports::StoredRecord;
+use crate::scope::WorkspaceId;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Largest page of a fork listing, and its default.
+pub const MAX_FORKS_PAGE: usize = 100;
+/// Largest page of a fork diff, and its default.
+pub const MAX_FORK_DIFF_PAGE: usize = 1000;
+/// Paths one merge request may resolve.
+pub const MAX_RESOLUTIONS: usize = 1000;
+const MERGE_RECORD_KIND: &str = "merge";
+
+/// `POST .../forks`.
+#[derive(Debug, Clone, Default)]
+pub struct ForkRequest {
+    /// `None` or `"live"`: the parent as it is now.
+    pub from: Option<String>,
+    pub label: Option<String>,
+    pub ttl_seconds: Option<u64>,
+}
+
+/// A fork as the API describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fork {
+    pub workspace: WorkspaceId,
+    pub parent: WorkspaceId,
+    pub base_snapshot: String,
+    pub base_created_at: Millis,
+    pub label: Option<String>,
+    pub created_at: Millis,
+    pub expires_at: Millis,
+}
+
+/// How many paths changed since the base on each side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ForkCounts {
+    pub fork: usize,
+    pub parent: usize,
+    pub conflicts: usize,
+}
+
+pub struct ForkDiffPage {
+    pub fork: Fork,
+    pub changes: Vec<PathDiff>,
+    pub next_after: Option<String>,
+}
+
+/// `POST .../forks/{id}/merge`.
+#[derive(Debug, Clone)]
+pub struct MergeRequest {
+    pub strategy: Strategy,
+    pub resolutions: BTreeMap<String, Resolution>,
+    pub dry_run: bool,
+    pub discard_fork: bool,
+    pub idempotency_key: Option<String>,
+}
+
+/// One change a merge applied (or, in a dry run, would apply) to the parent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Applied {
+    pub path: String,
+    /// `put` or `delete`.
+    pub operation: String,
+    /// The parent's new version and etag (none in a dry run).
+    pub version: Option<u64>,
+    pub etag: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MergeReport {
+    pub merge_id: String,
+    pub fork_id: String,
+    pub applied: Vec<Applied>,
+    pub dry_run: bool,
+    /// The fork's base after the merge.
+    pub base_snapshot: String,
+    pub base_created_at: Millis,
+    pub fork_discarded: bool,
+}
+
+/// A path the merge could not settle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictReport {
+    pub diff: PathDiff,
+    /// Either side's bytes are not UTF-8 text.
+    pub binary: bool,
+    /// The texts merged with conflict markers (both sides live text).
+    pub merged: Option<String>,
+}
+
+pub enum MergeOutcome {
+    Merged(MergeReport),
+    /// Nothing was applied.
+    Conflicts(Vec<ConflictReport>),
+}
+
+/// What the merge does to the parent at one path.
+enum ParentOp {
+    Put {
+        path: String,
+        content: Vec<u8>,
+        content_type: String,
+    },
+    Delete {
+        path: String,
+    },
+}
+
+fn state_of_head(h: &Head) -> FileState {
+    FileState {
+        version: h.version,
+        etag: h.etag.clone(),
+        sha256: h.sha256.clone(),
+        content_type: h.content_type.clone(),
+        size: h.size,
+    }
+}
+
+fn state_of_file(f: &SnapshotFile) -> FileState {
+    FileState {
+        version: f.version,
+        etag: f.etag.clone(),
+        sha256: f.sha256.clone(),
+        content_type: f.content_type.clone(),
+        size: f.size,
+    }
+}
+
+fn no_fork(id: &str) -> WorkspaceError {
+    WorkspaceError::not_found(format!("no fork {id} of this workspace"))
+}
+
+fn whole_workspace(who: &Identity) -> Result<()> {
+    if who.paths.is_whole() {
+        Ok(())
+    } else {
+        Err(WorkspaceError::Forbidden(
+            "forks cover the whole workspace; a key limited to paths cannot use them".to_owned(),
+        ))
+    }
+}
+
+/// The three sides of a fork, and which paths the fork wrote itself.
+struct Sides {
+    base: BTreeMap<String, FileState>,
+    fork: BTreeMap<String, FileState>,
+    parent: BTreeMap<String, FileState>,
+    /// Paths with a head in the fork's own scope (live or tombstone).
+    own: BTreeMap<String, Head>,
+}
+
+impl WorkspaceService {
+    /// The default and longest life of a fork (`WORKSPACE_FORK_TTL_SECONDS`,
+    /// `WORKSPACE_FORK_MAX_TTL_SECONDS`).
+    pub fn with_fork_ttl(mut self, default_ms: Millis, max_ms: Millis) -> Self {
+        self.fork_max_ttl_ms = max_ms.max(1);
+        self.fork_ttl_ms = default_ms.clamp(1, self.fork_max_ttl_ms);
+        self
+    }
+
+    /// Erases a discarded fork's files, versions and bodies (without one, a discarded
+    /// fork's data stays, unreachable).
+    pub fn with_scope_eraser(mut self, eraser: Arc<dyn crate::ports::ScopeEraser>) -> Self {
+        self.scope_eraser = Some(eraser);
+        self
+    }
+
+    /// The caller's view of its parent workspace, whole.
+    fn parent_identity(who: &Identity, parent: &Scope) -> Identity {
+        Identity {
+            scope: parent.clone(),
+            ..who.clone()
+        }
+    }
+
+    /// Fork `id` of the caller's workspace and its record; 404 for anything else (another
+    /// workspace's fork, a discarded or expired one, a malformed id).
+    async fn fork_of(&self, who: &Identity, id: &str) -> Result<(Scope, ForkRecord)> {
+        let ws = WorkspaceId::parse(id)
+            .ok()
+            .filter(|w| w.fork_parent().as_ref() == Some(&who.scope.workspace))
+            .ok_or_else(|| no_fork(id))?;
+        let scope = Scope::new(who.scope.tenant.clone(), ws);
+        let (_, record) = self
+            .forks
+            .fork_record(&scope)
+            .await
+            .map_err(|_| no_fork(id))?
+            .ok_or_else(|| no_fork(id))?;
+        Ok((scope, record))
+    }
+
+    fn fork_view(scope: &Scope, record: &ForkRecord) -> Result<Fork> {
+        Ok(Fork {
+            workspace: scope.workspace.clone(),
+            parent: scope
+                .workspace
+                .fork_parent()
+                .ok_or_else(|| WorkspaceError::internal("a fork scope without a parent"))?,
+            base_snapshot: record.base_snapshot.clone(),
+            base_created_at: record.base_created_at,
+            label: record.label.clone(),
+            created_at: record.created_at,
+            expires_at: record.expires_at,
+        })
+    }
+
+    /// Forks the caller's workspace as it is now: pins each live file (no body is copied)
+    /// and records the fork.
+    pub async fn create_fork(&self, who: &Identity, req: ForkRequest) -> Result<Fork> {
+        whole_workspace(who)?;
+        if let Some(parent) = who.scope.workspace.fork_parent() {
+            return Err(WorkspaceError::validation(format!(
+                "{} is a fork; a fork is not forked again (fork {parent} instead)",
+                who.scope.workspace
+            )));
+        }
+        match req.from.as_deref() {
+            None | Some("live") => {}
+            Some(other) => {
+                return Err(WorkspaceError::validation(format!(
+                    "from must be \"live\" (forking from a snapshot, here {other:?}, is not \
+                     supported yet: restore the snapshot in a fork instead)"
+                )))
+            }
+        }
+        if let Some(label) = &req.label {
+            super::snapshots::check_label(label)?;
+        }
+        let ttl = match req.ttl_seconds {
+            None => self.fork_ttl_ms,
+            Some(s) => {
+                let ms = i64::try_from(s).unwrap_or(i64::MAX).saturating_mul(1000);
+                if s == 0 || ms > self.fork_max_ttl_ms {
+                    return Err(WorkspaceError::validation(format!(
+                        "ttlSeconds must be 1-{}",
+                        self.fork_max_ttl_ms / 1000
+                    )));
+                }
+                ms
+            }
+        };
+        // Hex whatever the id source hands out.
+        let suffix =
+            sha256_hex(self.ids.new_id().as_bytes())[..crate::scope::FORK_SUFFIX_LEN].to_owned();
+        let ws = who
+            .scope
+            .workspace
+            .fork(&suffix)
+            .ok_or_else(|| WorkspaceError::internal("fork id"))?;
+        let scope = Scope::new(who.scope.tenant.clone(), ws);
+        let now = self.clock.now_ms();
+        let record = ForkRecord {
+            base_snapshot: base_snapshot_id(now, &suffix, 0),
+            base_created_at: now,
+            label: req.label.clone(),
+            created_at: now,
+            expires_at: now.saturating_add(ttl),
+            generation: 0,
+        };
+        // The record first, the base last: a fork is listed (its base found) only once
+        // both exist; one stopped in between is never listed and its record expires.
+        self.put_fork_record(&scope, &record).await?;
+        let options = SnapshotOptions {
+            label: req.label,
+            ttl_ms: Some(ttl),
+            fork_base: true,
+            ..SnapshotOptions::default()
+        };
+        if let Err(e) = self
+            .take_snapshot(who, record.base_snapshot.clone(), None, options)
+            .await
+        {
+            let gone = ForkRecord {
+                expires_at: 0,
+                ..record
+            };
+            if let Err(e) = self.put_fork_record(&scope, &gone).await {
+                tracing::warn!(error = %e, fork = %scope, "fork record left; it expires");
+            }
+            return Err(e);
+        }
+        Self::fork_view(&scope, &record)
+    }
+
+    async fn put_fork_record(&self, scope: &Scope, record: &ForkRecord) -> Result<()> {
+        let value = serde_json::to_string(record).map_err(WorkspaceError::internal)?;
+        self.meta
+            .put_record(
+                scope,
+                FORK_RECORD_KIND,
+                FORK_RECORD_KEY,
+                &StoredRecord {
+                    value,
+                    expires_at: record.expires_at,
+                },
+            )
+            .await
+    }
+
+    /// The caller's workspace's live forks, newest first, `limit` at most, those created
+    /// before the fork whose base is `before`.
+    pub async fn list_forks(
+        &self,
+        who: &Identity,
+        limit: Option<usize>,
+        before: Option<&str>,
+    ) -> Result<(Vec<Fork>, Option<String>)> {
+        whole_workspace(who)?;
+        let limit = crate::limits::page_limit(limit, MAX_FORKS_PAGE, MAX_FORKS_PAGE)?;
+        if let Some(b) = before {
+            if !b.starts_with(BASE_ID_PREFIX) || b.len() > 128 {
+                return Err(WorkspaceError::validation(
+                    "nextToken is not one this API gave",
+                ));
+            }
+        }
+        let page = self
+            .meta
+            .list_snapshots(&who.scope, BASE_ID_PREFIX, before, limit)
+            .await?;
+        let next = (page.len() == limit)
+            .then(|| page.last().map(|s| s.id.clone()))
+            .flatten();
+        let now = self.clock.now_ms();
+        let mut seen = BTreeSet::new();
+        let mut forks = Vec::new();
+        for info in page.into_iter().filter(|s| s.expires_at > now) {
+            let (Some(suffix), Some(created_at)) =
+                (suffix_of_base(&info.id), created_of_base(&info.id))
+            else {
+                continue;
+            };
+            // While a merge moves a base, two generations may exist: the first listed
+            // (the newer) stands for the fork.
+            if !seen.insert(suffix.to_owned()) {
+                continue;
+            }
+            let Some(ws) = who.scope.workspace.fork(suffix) else {
+                continue;
+            };
+            forks.push(Fork {
+                workspace: ws,
+                parent: who.scope.workspace.clone(),
+                base_snapshot: info.id.clone(),
+                base_created_at: info.created_at,
+                label: info.label,
+                created_at,
+                expires_at: info.expires_at,
+            });
+        }
+        Ok((forks, next))
+    }
+
+    /// One fork of the caller's workspace, with how many paths changed on each side.
+    pub async fn get_fork(&self, who: &Identity, id: &str) -> Result<(Fork, ForkCounts)> {
+        whole_workspace(who)?;
+        let (scope, record) = self.fork_of(who, id).await?;
+        let sides = self.sides(&scope, &PathPrefix::default()).await?;
+        let diff = three_way::diff(&sides.base, &sides.fork, &sides.parent);
+        let counts = ForkCounts {
+            fork: diff
+                .iter()
+                .filter(|d| d.fork_change != Change::Unchanged)
+                .count(),
+            parent: diff
+                .iter()
+                .filter(|d| d.parent_change != Change::Unchanged)
+                .count(),
+            conflicts: diff.iter().filter(|d| d.conflict).count(),
+        };
+        Ok((Self::fork_view(&scope, &record)?, counts))
+    }
+
+    /// Discards a fork: unreachable at once, its base's pins end, its own data erased.
+    pub async fn discard_fork(&self, who: &Identity, id: &str) -> Result<()> {
+        whole_workspace(who)?;
+        let (scope, record) = self.fork_of(who, id).await?;
+        self.discard(who, &scope, &record).await
+    }
+
+    async fn discard(&self, who: &Identity, scope: &Scope, record: &ForkRecord) -> Result<()> {
+        let gone = ForkRecord {
+            expires_at: 0,
+            ..record.clone()
+        };
+        self.put_fork_record(scope, &gone).await?;
+        let parent = Scope::new(
+            scope.tenant.clone(),
+            scope
+                .workspace
+                .fork_parent()
+                .ok_or_else(|| WorkspaceError::internal("a fork scope without a parent"))?,
+        );
+        let parent_who = Self::parent_identity(who, &parent);
+        match self
+            .delete_snapshot(&parent_who, &record.base_snapshot)
+            .await
+        {
+            Ok(()) | Err(WorkspaceError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+        if let Some(eraser) = &self.scope_eraser {
+            eraser.erase_scope_data(scope).await?;
+        }
+        Ok(())
+    }
+
+    /// Every fork of the caller's workspace (for deleting the workspace).
+    pub async fn live_forks(&self, who: &Identity) -> Result<Vec<Fork>> {
+        let mut out = Vec::new();
+        let mut before: Option<String> = None;
+        loop {
+            let (page, next) = self
+                .list_forks(who, Some(MAX_FORKS_PAGE), before.as_deref())
+                .await?;
+            out.extend(page);
+            match next {
+                Some(n) => before = Some(n),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// Discards every fork of the caller's workspace.
+    pub async fn discard_forks(&self, who: &Identity) -> Result<usize> {
+        let forks = self.live_forks(who).await?;
+        for f in &forks {
+            self.discard_fork(who, f.workspace.as_str()).await?;
+        }
+        Ok(forks.len())
+    }
+
+    /// Base, fork and parent under `prefix`.
+    async fn sides(&self, scope: &Scope, prefix: &PathPrefix) -> Result<Sides> {
+        let base: Base = self
+            .forks
+            .base(scope)
+            .await?
+            .ok_or_else(|| WorkspaceError::internal("not a fork"))?;
+        let under = |p: &str| p.starts_with(prefix.as_str());
+        let base_map: BTreeMap<String, FileState> = base
+            .files
+            .iter()
+            .filter(|f| under(&f.path))
+            .map(|f| (f.path.clone(), state_of_file(f)))
+            .collect();
+        let own: BTreeMap<String, Head> = self
+            .forks
+            .own_heads(scope, prefix, None)
+            .await?
+            .into_iter()
+            .map(|h| (h.path.clone(), h))
+            .collect();
+        let mut fork = base_map.clone();
+        for (path, h) in &own {
+            if h.is_live() {
+                fork.insert(path.clone(), state_of_head(h));
+            } else {
+                fork.remove(path);
+            }
+        }
+        let parent: BTreeMap<String, FileState> = self
+            .all_live(&base.parent)
+            .await?
+            .iter()
+            .filter(|h| under(&h.path))
+            .map(|h| (h.path.clone(), state_of_head(h)))
+            .collect();
+        Ok(Sides {
+            base: base_map,
+            fork,
+            parent,
+            own,
+        })
+    }
+
+    /// The three-way diff of a fork of the caller's workspace, a page at a time.
+    pub async fn fork_diff(
+        &self,
+        who: &Identity,
+        id: &str,
+        prefix: &PathPrefix,
+        limit: Option<usize>,
+        after: Option<&str>,
+    ) -> Result<ForkDiffPage> {
+        whole_workspace(who)?;
+        let limit = crate::limits::page_limit(limit, MAX_FORK_DIFF_PAGE, MAX_FORK_DIFF_PAGE)?;
+        let (scope, record) = self.fork_of(who, id).await?;
+        let sides = self.sides(&scope, prefix).await?;
+        let mut changes: Vec<PathDiff> = three_way::diff(&sides.base, &sides.fork, &sides.parent)
+            .into_iter()
+            .filter(|d| after.is_none_or(|a| d.path.as_str() > a))
+            .take(limit + 1)
+            .collect();
+        let next_after = if changes.len() > limit {
+            changes.truncate(limit);
+            changes.last().map(|d| d.path.clone())
+        } else {
+            None
+        };
+        Ok(ForkDiffPage {
+            fork: Self::fork_view(&scope, &record)?,
+            changes,
+            next_after,
+        })
+    }
+
+    async fn bytes_of(&self, body: Option<&BodyRef>, path: &str) -> Result<Vec<u8>> {
+        let body = body.ok_or_else(|| WorkspaceError::internal(format!("{path}: no body")))?;
+        self.bodies
+            .get(body)
+            .await?
+            .ok_or_else(|| WorkspaceError::internal(format!("{path}: body {} missing", body.key)))
+    }
+
+    /// The live file's bytes at `path` in `scope` as read now (fork scopes read through).
+    async fn live_bytes(&self, scope: &Scope, path: &str) -> Result<Option<(Head, Vec<u8>)>> {
+        let fp = FilePath::parse(path)?;
+        match self.meta.head(scope, &fp).await? {
+            Some(h) if h.is_live() => {
+                let bytes = self.bytes_of(h.body.as_ref(), path).await?;
+                Ok(Some((h, bytes)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Merges a fork of the caller's workspace back into it (see the module notes).
+    pub async fn merge_fork(
+        &self,
+        who: &Identity,
+        id: &str,
+        req: MergeRequest,
+    ) -> Result<MergeOutcome> {
+        whole_workspace(who)?;
+        if req.resolutions.len() > MAX_RESOLUTIONS {
+            return Err(WorkspaceError::validation(format!(
+                "at most {MAX_RESOLUTIONS} resolutions per merge"
+            )));
+        }
+        if let Some(k) = &req.idempotency_key {
+            check_header_value("Idempotency-Key", k)?;
+        }
+        let fingerprint = self.merge_fingerprint(id, &req);
+        if let Some(report) = self.merge_replay(who, &req, &fingerprint).await? {
+            return Ok(MergeOutcome::Merged(report));
+        }
+        let (scope, record) = self.fork_of(who, id).await?;
+        let parent = Scope::new(who.scope.tenant.clone(), who.scope.workspace.clone());
+        let sides = self.sides(&scope, &PathPrefix::default()).await?;
+        let diff = three_way::diff(&sides.base, &sides.fork, &sides.parent);
+        for path in req.resolutions.keys() {
+            if !diff.iter().any(|d| &d.path == path) {
+                return Err(WorkspaceError::validation(format!(
+                    "resolution for {path}: it did not change on either side since the base"
+                )));
+            }
+        }
+        let base = self
+            .forks
+            .base(&scope)
+            .await?
+            .ok_or_else(|| WorkspaceError::internal("not a fork"))?;
+
+        // 1. Decide every path; read bytes only where text is merged or a conflict is
+        //    reported.
+        let mut ops: Vec<(ParentOp, Option<FileState>)> = Vec::new();
+        let mut conflicts = Vec::new();
+        let mut align: Vec<String> = Vec::new();
+        for d in &diff {
+            let decision = three_way::decide(d, req.strategy, req.resolutions.get(&d.path));
+            let decision = match decision {
+                Decision::MergeText => match self.merge_text(&scope, &parent, &base, d).await? {
+                    Ok(text) => Decision::Write(text.into_bytes()),
+                    Err(report) => {
+                        conflicts.push(report);
+                        continue;
+                    }
+                },
+                Decision::Conflict => {
+                    conflicts.push(self.conflict_report(&scope, &parent, &base, d).await?);
+                    continue;
+                }
+                other => other,
+            };
+            match decision {
+                Decision::TakeFork => match &d.fork {
+                    Some(_) => {
+                        let (h, content) = self
+                            .live_bytes(&scope, &d.path)
+                            .await?
+                            .ok_or_else(|| WorkspaceError::internal("fork file vanished"))?;
+                        ops.push((
+                            ParentOp::Put {
+                                path: d.path.clone(),
+                                content,
+                                content_type: h.content_type,
+                            },
+                            d.parent.clone(),
+                        ));
+                    }
+                    None if d.parent.is_some() => ops.push((
+                        ParentOp::Delete {
+                            path: d.path.clone(),
+                        },
+                        d.parent.clone(),
+                    )),
+                    None => {}
+                },
+                Decision::Write(content) => {
+                    let content_type = [&d.parent, &d.fork, &d.base]
+                        .into_iter()
+                        .flatten()
+                        .map(|s| s.content_type.clone())
+                        .next()
+                        .unwrap_or_else(|| "text/plain".to_owned());
+                    ops.push((
+                        ParentOp::Put {
+                            path: d.path.clone(),
+                            content,
+                            content_type,
+                        },
+                        d.parent.clone(),
+                    ));
+                    align.push(d.path.clone());
+                }
+                Decision::KeepParent => {
+                    if sides.own.contains_key(&d.path) {
+                        align.push(d.path.clone());
+                    }
+                }
+                Decision::MergeText | Decision::Conflict => {}
+            }
+        }
+        if !conflicts.is_empty() {
+            return Ok(MergeOutcome::Conflicts(conflicts));
+        }
+        let merge_id = match &req.idempotency_key {
+            Some(_) => sha256_hex(fingerprint.as_bytes())[..32].to_owned(),
+            None => self.ids.new_id(),
+        };
+        if req.dry_run {
+            return Ok(MergeOutcome::Merged(MergeReport {
+                merge_id,
+                fork_id: scope.workspace.to_string(),
+                applied: ops
+                    .iter()
+                    .map(|(op, _)| match op {
+                        ParentOp::Put { path, .. } => Applied {
+                            path: path.clone(),
+                            operation: "put".to_owned(),
+                            version: None,
+                            etag: None,
+                        },
+                        ParentOp::Delete { path } => Applied {
+                            path: path.clone(),
+                            operation: "delete".to_owned(),
+                            version: None,
+                            etag: None,
+                        },
+                    })
+                    .collect(),
+                dry_run: true,
+                base_snapshot: record.base_snapshot,
+                base_created_at: record.base_created_at,
+                fork_discarded: false,
+            }));
+        }
+
+        // 2. Apply, each conditional on the parent head compared.
+        let parent_who = Self::parent_identity(who, &parent);
+        let mut applied = Vec::with_capacity(ops.len());
+        for (op, expected) in ops {
+            applied.push(self.apply(&parent_who, op, expected.as_ref()).await?);
+        }
+
+        // 3. Align the fork where it differs from the result.
+        let fork_who = Identity {
+            scope: scope.clone(),
+            ..who.clone()
+        };
+        for path in align {
+            self.align(&fork_who, &parent, &path, sides.own.get(&path))
+                .await?;
+        }
+
+        // 4. Move the base (or discard the fork).
+        let (base_snapshot, base_created_at, discarded) = if req.discard_fork {
+            self.discard(who, &scope, &record).await?;
+            (record.base_snapshot.clone(), record.base_created_at, true)
+        } else {
+            let moved = self.move_base(who, &scope, &record).await?;
+            (moved.base_snapshot, moved.base_created_at, false)
+        };
+        let report = MergeReport {
+            merge_id,
+            fork_id: scope.workspace.to_string(),
+            applied,
+            dry_run: false,
+            base_snapshot,
+            base_created_at,
+            fork_discarded: discarded,
+        };
+        // 5. Remember the answer for a retry.
+        if let Some(key) = &req.idempotency_key {
+            let value =
+                serde_json::to_string(&(fingerprint, &report)).map_err(WorkspaceError::internal)?;
+            self.meta
+                .put_record(
+                    &who.scope,
+                    MERGE_RECORD_KIND,
+                    key,
+                    &StoredRecord {
+                        value,
+                        expires_at: self.clock.now_ms().saturating_add(IDEMPOTENCY_TTL_MS),
+                    },
+                )
+                .await?;
+        }
+        Ok(MergeOutcome::Merged(report))
+    }
+
+    fn merge_fingerprint(&self, id: &str, req: &MergeRequest) -> String {
+        let resolutions: Vec<String> = req
+            .resolutions
+            .iter()
+            .map(|(p, r)| match r {
+                Resolution::Fork => format!("{p}=fork"),
+                Resolution::Parent => format!("{p}=parent"),
+                Resolution::Content(c) => format!("{p}={}", sha256_hex(c)),
+            })
+            .collect();
+        sha256_hex(
+            format!(
+                "{id}\n{:?}\n{}\n{}\n{}",
+                req.strategy,
+                resolutions.join("\n"),
+                req.dry_run,
+                req.discard_fork
+            )
+            .as_bytes(),
+        )
+    }
+
+    /// The recorded answer of a merge retried with the same `Idempotency-Key`.
+    async fn merge_replay(
+        &self,
+        who: &Identity,
+        req: &MergeRequest,
+        fingerprint: &str,
+    ) -> Result<Option<MergeReport>> {
+        let Some(key) = req.idempotency_key.as_deref().filter(|_| !req.dry_run) else {
+            return Ok(None);
+        };
+        let now = self.clock.now_ms();
+        let Some(rec) = self
+            .meta
+            .record(&who.scope, MERGE_RECORD_KIND, key)
+            .await?
+            .filter(|r| r.expires_at > now)
+        else {
+            return Ok(None);
+        };
+        let (recorded, report): (String, MergeReport) =
+            serde_json::from_str(&rec.value).map_err(WorkspaceError::internal)?;
+        if recorded != fingerprint {
+            return Err(WorkspaceError::Conflict {
+                message: format!(
+                    "Idempotency-Key {key} was already used for a different merge; use a new key"
+                ),
+                current_version: 0,
+            });
+        }
+        Ok(Some(report))
+    }
+
+    /// The three texts of a path both sides changed, merged line by line; the conflict
+    /// report when they are not all text or do not merge cleanly.
+    async fn merge_text(
+        &self,
+        fork: &Scope,
+        parent: &Scope,
+        base: &Base,
+        d: &PathDiff,
+    ) -> Result<std::result::Result<String, ConflictReport>> {
+        let (Some((_, f)), Some((_, p))) = (
+            self.live_bytes(fork, &d.path).await?,
+            self.live_bytes(parent, &d.path).await?,
+        ) else {
+            return Ok(Err(self.conflict_report(fork, parent, base, d).await?));
+        };
+        let b = match base.file(&d.path) {
+            Some(file) => self.bytes_of(file.body.as_ref(), &d.path).await?,
+            None => Vec::new(),
+        };
+        let (Some(bt), Some(pt), Some(ft)) =
+            (text::as_text(&b), text::as_text(&p), text::as_text(&f))
+        else {
+            return Ok(Err(ConflictReport {
+                diff: d.clone(),
+                binary: true,
+                merged: None,
+            }));
+        };
+        Ok(text::merge(bt, pt, ft).map_err(|marked| ConflictReport {
+            diff: d.clone(),
+            binary: false,
+            merged: Some(marked),
+        }))
+    }
+
+    /// What a conflict report says of a path: whether it is binary, and the texts merged
+    /// with markers when both sides are live text.
+    async fn conflict_report(
+        &self,
+        fork: &Scope,
+        parent: &Scope,
+        base: &Base,
+        d: &PathDiff,
+    ) -> Result<ConflictReport> {
+        let (f, p) = (
+            self.live_bytes(fork, &d.path).await?,
+            self.live_bytes(parent, &d.path).await?,
+        );
+        let binary = [&f, &p]
+            .into_iter()
+            .flatten()
+            .any(|(_, bytes)| text::as_text(bytes).is_none());
+        let merged = match (&f, &p) {
+            (Some((_, f)), Some((_, p))) if !binary => {
+                let b = match base.file(&d.path) {
+                    Some(file) => self.bytes_of(file.body.as_ref(), &d.path).await?,
+                    None => Vec::new(),
+                };
+                match (text::as_text(&b), text::as_text(p), text::as_text(f)) {
+                    (Some(bt), Some(pt), Some(ft)) => {
+                        Some(text::merge(bt, pt, ft).unwrap_or_else(|marked| marked))
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        Ok(ConflictReport {
+            diff: d.clone(),
+            binary,
+            merged,
+        })
+    }
+
+    /// Applies one change to the parent, conditional on the head the merge compared.
+    async fn apply(
+        &self,
+        parent_who: &Identity,
+        op: ParentOp,
+        expected: Option<&FileState>,
+    ) -> Result<Applied> {
+        let moved = |path: &str, e: WorkspaceError| match e {
+            WorkspaceError::Conflict {
+                current_version, ..
+            } => WorkspaceError::Conflict {
+                message: format!(
+                    "{path} changed in the parent during the merge; nothing of it was \
+                     overwritten. Changes before it are applied; merge again to carry the rest"
+                ),
+                current_version,
+            },
+            other => other,
+        };
+        match op {
+            ParentOp::Put {
+                path,
+                content,
+                content_type,
+            } => {
+                let fp = FilePath::parse(&path)?;
+                let req = PutRequest {
+                    path: Some(fp),
+                    content,
+                    content_type: Some(content_type),
+                    if_match: expected.map(|s| s.etag.clone()),
+                    if_none_match_any: expected.is_none(),
+                    idempotency_key: None,
+                };
+                let stored = self
+                    .put_within(
+                        parent_who,
+                        (
+                            self.limits.max_upload_bytes.max(self.limits.max_file_bytes),
+                            "maxUploadBytes",
+                        ),
+                        req,
+                    )
+                    .await
+                    .map_err(|e| moved(&path, e))?;
+                Ok(Applied {
+                    path,
+                    operation: "put".to_owned(),
+                    version: Some(stored.meta.version),
+                    etag: Some(stored.meta.etag),
+                })
+            }
+            ParentOp::Delete { path } => {
+                let fp = FilePath::parse(&path)?;
+                let etag = expected.map(|s| s.etag.clone());
+                self.delete(parent_who, &fp, etag.as_deref())
+                    .await
+                    .map_err(|e| moved(&path, e))?;
+                Ok(Applied {
+                    path,
+                    operation: "delete".to_owned(),
+                    version: None,
+                    etag: None,
+                })
+            }
+        }
+    }
+
+    /// Makes the fork's own file at `path` what the parent now holds, unless the fork
+    /// changed it since it was compared (that change stays, for the next merge).
+    async fn align(
+        &self,
+        fork_who: &Identity,
+        parent: &Scope,
+        path: &str,
+        own: Option<&Head>,
+    ) -> Result<()> {
+        let Some(own) = own else {
+            return Ok(()); // the fork reads it through from its new base
+        };
+        let fp = FilePath::parse(path)?;
+        let result = match self.live_bytes(parent, path).await? {
+            Some((h, content)) => {
+                if own.is_live() && own.sha256 == h.sha256 && own.content_type == h.content_type {
+                    return Ok(());
+                }
+                let req = PutRequest {
+                    path: Some(fp),
+                    content,
+                    content_type: Some(h.content_type),
+                    if_match: own.is_live().then(|| own.etag.clone()),
+                    if_none_match_any: !own.is_live(),
+                    idempotency_key: None,
+                };
+                self.put_within(
+                    fork_who,
+                    (
+                        self.limits.max_upload_bytes.max(self.limits.max_file_bytes),
+                        "maxUploadBytes",
+                    ),
+                    req,
+                )
+                .await
+                .map(|_| ())
+            }
+            None if own.is_live() => self.delete(fork_who, &fp, Some(&own.etag)).await,
+            None => Ok(()),
+        };
+        match result {
+            Err(WorkspaceError::Conflict { .. }) => {
+                tracing::info!(%path, "fork changed during the merge; its change stays");
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    /// Takes a new base of the parent as it is now, points the fork at it, and ends the
+    /// old base's pins.
+    async fn move_base(
+        &self,
+        who: &Identity,
+        scope: &Scope,
+        record: &ForkRecord,
+    ) -> Result<ForkRecord> {
+        let suffix = suffix_of_base(&record.base_snapshot)
+            .ok_or_else(|| WorkspaceError::internal("fork base id"))?
+            .to_owned();
+        let now = self.clock.now_ms();
+        let generation = record.generation + 1;
+        let id = base_snapshot_id(record.created_at, &suffix, generation);
+        let options = SnapshotOptions {
+            label: record.label.clone(),
+            ttl_ms: Some((record.expires_at - now).max(1)),
+            fork_base: true,
+            ..SnapshotOptions::default()
+        };
+        let taken = self.take_snapshot(who, id, None, options).await?;
+        let moved = ForkRecord {
+            base_snapshot: taken.id,
+            base_created_at: taken.created_at,
+            generation,
+            ..record.clone()
+        };
+        self.put_fork_record(scope, &moved).await?;
+        match self.delete_snapshot(who, &record.base_snapshot).await {
+            Ok(()) | Err(WorkspaceError::NotFound(_)) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "old fork base not deleted; its pins end at expiry")
+            }
+        }
+        Ok(moved)
+    }
+}
