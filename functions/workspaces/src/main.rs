@@ -16,7 +16,10 @@ async fn main() -> Result<(), lambda_http::Error> {
         .clone()
         .ok_or("WORKSPACE_SESSION_TOKEN_KEY must be set")?;
     let sessions = services::sessions(s, aws.sessions()?, aws.bodies()?, aws.erasers()?, key);
-    let files = aws.files()?;
+    // A workspace deleted with ?force=true discards its forks, erased like the workspace.
+    let files = aws
+        .files()?
+        .with_scope_eraser(services::scope_eraser(aws.sessions()?, aws.erasers()?));
     let app = workspace_lambda::app(s)
         .with_registry(aws.registry()?)
         .with_files(files)

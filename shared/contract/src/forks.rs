@@ -838,3 +838,73 @@ pub async fn fork_tools_fork_compare_merge_and_discard(h: Harness) {
         .await
         .assert_error(404, "not_found");
 }
+
+pub async fn rebases_bring_the_parents_changes_into_the_fork(h: Harness) {
+    h.put(KEY_A, "a.md", "a0").await.assert_ok();
+    h.put(KEY_A, "b.md", "b0\n").await.assert_ok();
+    h.put(KEY_A, "c.md", "c0").await.assert_ok();
+    let fork = h.new_fork(KEY_A).await;
+    h.put(KEY_A, "a.md", "a1").await.assert_ok();
+    h.put(KEY_A, "b.md", "parent\n").await.assert_ok();
+    assert_eq!(h.delete(KEY_A, "c.md").await.status.as_u16(), 204);
+    h.fork_put(KEY_A, &fork, "b.md", "fork\n").await.assert_ok();
+    h.fork_put(KEY_A, &fork, "n.md", "n").await.assert_ok();
+    let rebase = |body: Value| {
+        h.call(Method::POST, &format!("{FORKS}/{fork}/rebase"), Some(KEY_A))
+            .json(&body)
+            .send()
+    };
+
+    // A conflict fails the rebase by default, and nothing moves.
+    let v = rebase(json!({}))
+        .await
+        .assert_error(409, "workspace_conflict");
+    assert_eq!(conflict_paths(&v), vec!["b.md"]);
+    assert_eq!(
+        h.fork_get(KEY_A, &fork, "a.md").await.assert_ok()["content"],
+        "a0"
+    );
+    rebase(json!({"discardFork": true}))
+        .await
+        .assert_error(400, "validation_error");
+
+    // fork-wins keeps the fork's side; what the fork never wrote comes with the new base.
+    let dry = rebase(json!({"strategy": "fork-wins", "dryRun": true}))
+        .await
+        .assert_ok();
+    assert_eq!(dry["applied"], json!([]));
+    assert_eq!(
+        h.fork_get(KEY_A, &fork, "a.md").await.assert_ok()["content"],
+        "a0"
+    );
+    rebase(json!({"strategy": "fork-wins"})).await.assert_ok();
+    assert_eq!(
+        h.contents(KEY_A, Some(&fork)).await,
+        files(&[("a.md", "a1"), ("b.md", "fork\n"), ("n.md", "n")])
+    );
+    assert_eq!(
+        h.contents(KEY_A, None).await,
+        files(&[("a.md", "a1"), ("b.md", "parent\n")])
+    );
+    let d = h.fork_diff(KEY_A, &fork, "").await.assert_ok();
+    assert_eq!(
+        diff_rows(&d["changes"]),
+        vec![
+            row("b.md", "modified", "unchanged", false),
+            row("n.md", "added", "unchanged", false),
+        ]
+    );
+
+    // parent-wins takes the parent's side into the fork.
+    h.put(KEY_A, "b.md", "parent 2\n").await.assert_ok();
+    let r = rebase(json!({"strategy": "parent-wins"})).await.assert_ok();
+    assert_eq!(ops(&r), vec![op("b.md", "put")]);
+    assert_eq!(
+        h.fork_get(KEY_A, &fork, "b.md").await.assert_ok()["content"],
+        "parent 2\n"
+    );
+    assert_eq!(
+        h.get(KEY_A, "b.md").await.assert_ok()["content"],
+        "parent 2\n"
+    );
+}

@@ -313,7 +313,16 @@ impl Harness {
     /// The harness with the blob and cache services wired in as well (on the harness's
     /// manual clock; stores that cannot presign get a local signer at [`SIGNED_BASE`]).
     pub async fn with_capabilities(backend: Backend, caps: Capabilities) -> Self {
-        let h = Self::with_limits(backend, LIMITS).await;
+        Self::with_capabilities_and_eraser(backend, caps, None).await
+    }
+
+    /// [`Self::with_capabilities`], with what erases a discarded fork's data.
+    pub async fn with_capabilities_and_eraser(
+        backend: Backend,
+        caps: Capabilities,
+        eraser: Option<Arc<dyn workspace_core::ports::ScopeEraser>>,
+    ) -> Self {
+        let h = Self::build(backend, LIMITS, None, eraser).await;
         let clock: Arc<dyn Clock> = h.clock.clone();
         let local = LocalPresign {
             signer: UrlSigner::new(b"contract-suite-signing-secret-32".to_vec()),
@@ -330,7 +339,7 @@ impl Harness {
     }
 
     pub async fn with_limits(backend: Backend, limits: Limits) -> Self {
-        Self::build(backend, limits, None).await
+        Self::build(backend, limits, None, None).await
     }
 
     /// The harness with one more key, [`KEY_PROPERTY`] (acme/main, read-write), limited to
@@ -344,13 +353,14 @@ impl Harness {
             max_files,
             ..LIMITS
         };
-        Self::build(backend, limits, Some(paths)).await
+        Self::build(backend, limits, Some(paths), None).await
     }
 
     async fn build(
         backend: Backend,
         limits: Limits,
         property_scope: Option<workspace_core::PathScope>,
+        eraser: Option<Arc<dyn workspace_core::ports::ScopeEraser>>,
     ) -> Self {
         let mut keys = ApiKeys::default();
         if let Some(paths) = property_scope {
@@ -397,6 +407,10 @@ impl Harness {
             signer: UrlSigner::new(b"contract-suite-signing-secret-32".to_vec()),
             base_url: SIGNED_BASE.to_owned(),
         });
+        let service = match eraser {
+            Some(e) => service.with_scope_eraser(e),
+            None => service,
+        };
         Self {
             app: Arc::new(every_route(App::new(Arc::new(keys)).with_files(service))),
             meta: backend.meta,

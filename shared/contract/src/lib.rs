@@ -84,6 +84,7 @@ macro_rules! contract_tests {
             forks::merges_retry_by_idempotency_key_and_refuse_bad_requests,
             forks::forks_stay_in_their_workspace_and_go_when_discarded_or_expired,
             forks::fork_tools_fork_compare_merge_and_discard,
+            forks::rebases_bring_the_parents_changes_into_the_fork,
             changes::the_change_log_lists_every_commit_newest_first,
             erase::erasing_a_version_removes_its_body_and_leaves_a_tombstone,
             erase::a_version_a_snapshot_holds_is_erased_only_when_forced,

@@ -234,7 +234,45 @@ pub async fn merge(
     tail: &str,
     body: &Bytes,
 ) -> Result<HttpResponse> {
-    let id = tail.strip_suffix("/merge").unwrap_or(tail);
+    combine(
+        service,
+        who,
+        parts,
+        tail.strip_suffix("/merge").unwrap_or(tail),
+        body,
+        false,
+    )
+    .await
+}
+
+/// `POST .../forks/{id}/rebase`: the parent's changes into the fork, the same body and
+/// answers as a merge.
+pub async fn rebase(
+    service: &WorkspaceService,
+    who: &Identity,
+    parts: &Parts,
+    tail: &str,
+    body: &Bytes,
+) -> Result<HttpResponse> {
+    combine(
+        service,
+        who,
+        parts,
+        tail.strip_suffix("/rebase").unwrap_or(tail),
+        body,
+        true,
+    )
+    .await
+}
+
+async fn combine(
+    service: &WorkspaceService,
+    who: &Identity,
+    parts: &Parts,
+    id: &str,
+    body: &Bytes,
+    rebase: bool,
+) -> Result<HttpResponse> {
     let (_, idempotency_key) = write_headers(parts)?;
     let b: MergeBody = parse_body(
         body,
@@ -253,28 +291,27 @@ pub async fn merge(
         .iter()
         .map(|(p, v)| Ok((p.clone(), resolution(p, v)?)))
         .collect::<Result<BTreeMap<_, _>>>()?;
-    let outcome = service
-        .merge_fork(
-            who,
-            id,
-            MergeRequest {
-                strategy,
-                resolutions,
-                dry_run: b.dry_run,
-                discard_fork: b.discard_fork,
-                idempotency_key,
-            },
-        )
-        .await?;
+    let req = MergeRequest {
+        strategy,
+        resolutions,
+        dry_run: b.dry_run,
+        discard_fork: b.discard_fork,
+        idempotency_key,
+    };
+    let outcome = if rebase {
+        service.rebase_fork(who, id, req).await?
+    } else {
+        service.merge_fork(who, id, req).await?
+    };
     match outcome {
         MergeOutcome::Merged(report) => Ok(json_response(StatusCode::OK, &report_json(&report))),
         MergeOutcome::Conflicts(conflicts) => {
             let paths: Vec<&str> = conflicts.iter().map(|c| c.diff.path.as_str()).collect();
             let message = format!(
-                "{} path(s) changed on both sides and were not merged: {}. Nothing was applied; \
+                "{} path(s) changed on both sides and were not combined: {}. Nothing was applied; \
                  resolve each in \"resolutions\" (\"fork\", \"parent\", or the content to keep, \
                  e.g. the \"merged\" text with its conflict markers edited) or choose another \
-                 strategy, and merge again",
+                 strategy, and try again",
                 conflicts.len(),
                 paths.join(", ")
             );

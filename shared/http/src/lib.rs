@@ -463,12 +463,17 @@ impl App {
     /// The caller, from the credential alone; a request that also names a tenant or
     /// workspace (header, query or body) must name the credential's own (WCT-1). A
     /// tenant-wide credential that names a registered workspace (`ws-…`) reaches it only if
-    /// the registry holds it for the credential's own user: another user's is not found,
-    /// as on the `/workspaces` routes.
+    /// the registry holds it for the credential's own user (a fork of one, if it holds the
+    /// parent): another user's is not found, as on the `/workspaces` routes.
     pub async fn identify(&self, parts: &http::request::Parts, body: &Bytes) -> Result<Identity> {
         let grant = self.grant(parts).await?;
         let who = auth::resolve(&grant, parts)?;
-        let ws = &who.scope.workspace;
+        // A fork of a registered workspace is reached as its parent is.
+        let ws = &who
+            .scope
+            .workspace
+            .fork_parent()
+            .unwrap_or_else(|| who.scope.workspace.clone());
         if grant.workspace.is_none() && ws.as_str().starts_with(REGISTERED_PREFIX) {
             let mine = match &self.registry {
                 Some(r) => {

@@ -49,6 +49,7 @@ pub enum Route {
     DiscardFork,
     ForkDiff,
     MergeFork,
+    RebaseFork,
     /// Run records (RFC 0059 §D): a run is a snapshot that names its workflow.
     CreateRun,
     ListRuns,
@@ -367,6 +368,12 @@ pub const ROUTES: &[RouteSpec] = &[
         method: Method::POST,
         pattern: "/v1/host/workspace/forks/{id}/merge",
         route: Route::MergeFork,
+        function: "snapshots",
+    },
+    RouteSpec {
+        method: Method::POST,
+        pattern: "/v1/host/workspace/forks/{id}/rebase",
+        route: Route::RebaseFork,
         function: "snapshots",
     },
     RouteSpec {

@@ -54,6 +54,7 @@ pub const SNAPSHOTS: Routes = &[
     (Route::DiscardFork, discard_fork),
     (Route::ForkDiff, fork_diff),
     (Route::MergeFork, merge_fork),
+    (Route::RebaseFork, rebase_fork),
     (Route::CreateRun, create_run),
     (Route::ListRuns, list_runs),
     (Route::GetRun, get_run),
@@ -276,6 +277,13 @@ fn merge_fork(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.writer().await?;
         forks::merge(c.app.files()?, &who, c.parts, c.tail, c.body).await
+    })
+}
+
+fn rebase_fork(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.writer().await?;
+        forks::rebase(c.app.files()?, &who, c.parts, c.tail, c.body).await
     })
 }
 

@@ -226,3 +226,55 @@ pub async fn purge_respects_the_cutoff_and_dry_run_changes_nothing(h: SessionHar
         .workspaces
         .is_empty());
 }
+
+/// A registered workspace with live forks is deleted only with `?force=true`, which
+/// discards the forks and erases their data too; another user never reaches them.
+pub async fn deleting_a_workspace_with_forks_needs_force(h: SessionHarness) {
+    let ws = h.general(KEY_TENANT).await;
+    let in_ws = |method: Method, uri: &str, target: &str| {
+        h.call(method, uri, Some(KEY_TENANT))
+            .header("x-workspace-id", target)
+    };
+    in_ws(Method::PUT, "/v1/host/workspace/files/a.md", &ws)
+        .json(&json!({"content": "a"}))
+        .send()
+        .await
+        .assert_ok();
+    let fork = in_ws(Method::POST, "/v1/host/workspace/forks", &ws)
+        .json(&json!({}))
+        .send()
+        .await
+        .assert_ok()["workspaceId"]
+        .as_str()
+        .expect("workspaceId")
+        .to_owned();
+    in_ws(Method::PUT, "/v1/host/workspace/files/b.md", &fork)
+        .json(&json!({"content": "b"}))
+        .send()
+        .await
+        .assert_ok();
+    // Another user of the tenant does not reach the fork of a workspace not theirs.
+    h.call(
+        Method::GET,
+        "/v1/host/workspace/files/a.md",
+        Some(crate::harness::KEY_TENANT_BOB),
+    )
+    .header("x-workspace-id", &fork)
+    .send()
+    .await
+    .assert_error(404, "not_found");
+    let refused = h.delete_uri(KEY_TENANT, &format!("/workspaces/{ws}")).await;
+    let v = refused.assert_error(409, "workspace_conflict");
+    assert!(v["message"].as_str().unwrap_or("").contains(&fork), "{v}");
+    assert_eq!(file_count(&h, &ws).await, 1);
+    let r = h
+        .delete_uri(KEY_TENANT, &format!("/workspaces/{ws}?force=true"))
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert_eq!(h.remains(&ws).await, (0, 0));
+    assert_eq!(
+        h.remains(&fork).await,
+        (0, 0),
+        "the fork's own data is erased too"
+    );
+}

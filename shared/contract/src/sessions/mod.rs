@@ -49,9 +49,14 @@ impl std::ops::Deref for SessionHarness {
 impl SessionHarness {
     pub async fn new(b: SessionBackend) -> Self {
         let bodies = b.files.bodies.clone();
-        let h = Harness::with_capabilities(b.files, b.caps).await;
         let mut erasers = vec![b.eraser];
         erasers.extend(b.more_erasers);
+        // A discarded fork is erased like a deleted workspace.
+        let scope_eraser = Arc::new(workspace_core::sessions::lifecycle::ScopeData {
+            store: b.sessions.clone(),
+            erasers: erasers.clone(),
+        });
+        let h = Harness::with_capabilities_and_eraser(b.files, b.caps, Some(scope_eraser)).await;
         let svc = SessionService::new(
             b.sessions.clone(),
             bodies,
@@ -174,6 +179,7 @@ macro_rules! sessions_contract_tests {
             listing::history_and_session_delete,
             lifecycle::delete_workspace_leaves_nothing_behind,
             lifecycle::an_interrupted_delete_is_finished_by_the_next,
+            lifecycle::deleting_a_workspace_with_forks_needs_force,
             lifecycle::purge_respects_the_cutoff_and_dry_run_changes_nothing,
         );
     };

@@ -124,7 +124,16 @@ pub enum MergeOutcome {
     Conflicts(Vec<ConflictReport>),
 }
 
-/// What the merge does to the parent at one path.
+/// Which way changes go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    /// The fork's changes into the parent.
+    Merge,
+    /// The parent's changes into the fork.
+    Rebase,
+}
+
+/// What a merge does to its target (the parent; a rebase's: the fork) at one path.
 enum ParentOp {
     Put {
         path: String,
@@ -134,6 +143,22 @@ enum ParentOp {
     Delete {
         path: String,
     },
+}
+
+impl ParentOp {
+    /// The report line of a change not made (a dry run).
+    fn planned(&self) -> Applied {
+        let (path, operation) = match self {
+            ParentOp::Put { path, .. } => (path, "put"),
+            ParentOp::Delete { path } => (path, "delete"),
+        };
+        Applied {
+            path: path.clone(),
+            operation: operation.to_owned(),
+            version: None,
+            etag: None,
+        }
+    }
 }
 
 fn state_of_head(h: &Head) -> FileState {
@@ -563,6 +588,35 @@ impl WorkspaceService {
         id: &str,
         req: MergeRequest,
     ) -> Result<MergeOutcome> {
+        self.combine(who, id, req, Direction::Merge).await
+    }
+
+    /// Brings the parent's changes since the base into the fork, with the same rules,
+    /// strategies (`fork-wins` keeps the fork's side), resolutions and conflict report, and
+    /// moves the base to the parent as it is now. Paths the fork never wrote need nothing:
+    /// they read through to the new base.
+    pub async fn rebase_fork(
+        &self,
+        who: &Identity,
+        id: &str,
+        req: MergeRequest,
+    ) -> Result<MergeOutcome> {
+        if req.discard_fork {
+            return Err(WorkspaceError::validation(
+                "discardFork is for a merge; a rebase keeps the fork",
+            ));
+        }
+        self.combine(who, id, req, Direction::Rebase).await
+    }
+
+    /// A merge or a rebase: decide, apply to the target side, align, move the base.
+    async fn combine(
+        &self,
+        who: &Identity,
+        id: &str,
+        req: MergeRequest,
+        dir: Direction,
+    ) -> Result<MergeOutcome> {
         whole_workspace(who)?;
         if req.resolutions.len() > MAX_RESOLUTIONS {
             return Err(WorkspaceError::validation(format!(
@@ -572,7 +626,7 @@ impl WorkspaceService {
         if let Some(k) = &req.idempotency_key {
             check_header_value("Idempotency-Key", k)?;
         }
-        let fingerprint = self.merge_fingerprint(id, &req);
+        let fingerprint = self.merge_fingerprint(id, &req, dir);
         if let Some(report) = self.merge_replay(who, &req, &fingerprint).await? {
             return Ok(MergeOutcome::Merged(report));
         }
@@ -592,6 +646,11 @@ impl WorkspaceService {
             .base(&scope)
             .await?
             .ok_or_else(|| WorkspaceError::internal("not a fork"))?;
+        // The side changes are applied to, and the side they come from.
+        let (target, source) = match dir {
+            Direction::Merge => (&parent, &scope),
+            Direction::Rebase => (&scope, &parent),
+        };
 
         // 1. Decide every path; read bytes only where text is merged or a conflict is
         //    reported.
@@ -599,6 +658,7 @@ impl WorkspaceService {
         let mut conflicts = Vec::new();
         let mut align: Vec<String> = Vec::new();
         for d in &diff {
+            let own = sides.own.contains_key(&d.path);
             let decision = three_way::decide(d, req.strategy, req.resolutions.get(&d.path));
             let decision = match decision {
                 Decision::MergeText => match self.merge_text(&scope, &parent, &base, d).await? {
@@ -614,54 +674,68 @@ impl WorkspaceService {
                 }
                 other => other,
             };
-            match decision {
-                Decision::TakeFork => match &d.fork {
+            // What the target holds now (the precondition of its change), and what the
+            // source holds.
+            let (expected, incoming) = match dir {
+                Direction::Merge => (&d.parent, &d.fork),
+                Direction::Rebase => (&d.fork, &d.parent),
+            };
+            // The decision in terms of the target: take the source's state, keep its own,
+            // or write these bytes.
+            let take_source = match (&decision, dir) {
+                (Decision::TakeFork, Direction::Merge)
+                | (Decision::KeepParent, Direction::Rebase) => true,
+                (Decision::Write(_), _) => false,
+                _ => {
+                    if dir == Direction::Merge && own {
+                        align.push(d.path.clone());
+                    }
+                    continue;
+                }
+            };
+            // A rebase needs no change where the fork holds nothing of its own (the new
+            // base brings the parent's state), nor where both sides hold the same.
+            if dir == Direction::Rebase
+                && (!own || (take_source && !d.conflict && d.fork_change != Change::Unchanged))
+            {
+                continue;
+            }
+            let op = if let Decision::Write(content) = decision {
+                if dir == Direction::Merge {
+                    align.push(d.path.clone());
+                }
+                let content_type = [&d.parent, &d.fork, &d.base]
+                    .into_iter()
+                    .flatten()
+                    .map(|s| s.content_type.clone())
+                    .next()
+                    .unwrap_or_else(|| "text/plain".to_owned());
+                ParentOp::Put {
+                    path: d.path.clone(),
+                    content,
+                    content_type,
+                }
+            } else {
+                debug_assert!(take_source);
+                match incoming {
                     Some(_) => {
                         let (h, content) = self
-                            .live_bytes(&scope, &d.path)
+                            .live_bytes(source, &d.path)
                             .await?
-                            .ok_or_else(|| WorkspaceError::internal("fork file vanished"))?;
-                        ops.push((
-                            ParentOp::Put {
-                                path: d.path.clone(),
-                                content,
-                                content_type: h.content_type,
-                            },
-                            d.parent.clone(),
-                        ));
-                    }
-                    None if d.parent.is_some() => ops.push((
-                        ParentOp::Delete {
-                            path: d.path.clone(),
-                        },
-                        d.parent.clone(),
-                    )),
-                    None => {}
-                },
-                Decision::Write(content) => {
-                    let content_type = [&d.parent, &d.fork, &d.base]
-                        .into_iter()
-                        .flatten()
-                        .map(|s| s.content_type.clone())
-                        .next()
-                        .unwrap_or_else(|| "text/plain".to_owned());
-                    ops.push((
+                            .ok_or_else(|| WorkspaceError::internal("source file vanished"))?;
                         ParentOp::Put {
                             path: d.path.clone(),
                             content,
-                            content_type,
-                        },
-                        d.parent.clone(),
-                    ));
-                    align.push(d.path.clone());
-                }
-                Decision::KeepParent => {
-                    if sides.own.contains_key(&d.path) {
-                        align.push(d.path.clone());
+                            content_type: h.content_type,
+                        }
                     }
+                    None if expected.is_some() => ParentOp::Delete {
+                        path: d.path.clone(),
+                    },
+                    None => continue,
                 }
-                Decision::MergeText | Decision::Conflict => {}
-            }
+            };
+            ops.push((op, expected.clone()));
         }
         if !conflicts.is_empty() {
             return Ok(MergeOutcome::Conflicts(conflicts));
@@ -674,23 +748,7 @@ impl WorkspaceService {
             return Ok(MergeOutcome::Merged(MergeReport {
                 merge_id,
                 fork_id: scope.workspace.to_string(),
-                applied: ops
-                    .iter()
-                    .map(|(op, _)| match op {
-                        ParentOp::Put { path, .. } => Applied {
-                            path: path.clone(),
-                            operation: "put".to_owned(),
-                            version: None,
-                            etag: None,
-                        },
-                        ParentOp::Delete { path } => Applied {
-                            path: path.clone(),
-                            operation: "delete".to_owned(),
-                            version: None,
-                            etag: None,
-                        },
-                    })
-                    .collect(),
+                applied: ops.iter().map(|(op, _)| op.planned()).collect(),
                 dry_run: true,
                 base_snapshot: record.base_snapshot,
                 base_created_at: record.base_created_at,
@@ -698,18 +756,15 @@ impl WorkspaceService {
             }));
         }
 
-        // 2. Apply, each conditional on the parent head compared.
-        let parent_who = Self::parent_identity(who, &parent);
+        // 2. Apply, each conditional on the target head compared.
+        let target_who = Self::parent_identity(who, target);
         let mut applied = Vec::with_capacity(ops.len());
         for (op, expected) in ops {
-            applied.push(self.apply(&parent_who, op, expected.as_ref()).await?);
+            applied.push(self.apply(&target_who, op, expected.as_ref()).await?);
         }
 
-        // 3. Align the fork where it differs from the result.
-        let fork_who = Identity {
-            scope: scope.clone(),
-            ..who.clone()
-        };
+        // 3. Align the fork where it differs from the merged result.
+        let fork_who = Self::parent_identity(who, &scope);
         for path in align {
             self.align(&fork_who, &parent, &path, sides.own.get(&path))
                 .await?;
@@ -751,7 +806,7 @@ impl WorkspaceService {
         Ok(MergeOutcome::Merged(report))
     }
 
-    fn merge_fingerprint(&self, id: &str, req: &MergeRequest) -> String {
+    fn merge_fingerprint(&self, id: &str, req: &MergeRequest, dir: Direction) -> String {
         let resolutions: Vec<String> = req
             .resolutions
             .iter()
@@ -763,7 +818,7 @@ impl WorkspaceService {
             .collect();
         sha256_hex(
             format!(
-                "{id}\n{:?}\n{}\n{}\n{}",
+                "{dir:?}\n{id}\n{:?}\n{}\n{}\n{}",
                 req.strategy,
                 resolutions.join("\n"),
                 req.dry_run,
@@ -891,7 +946,7 @@ impl WorkspaceService {
                 current_version, ..
             } => WorkspaceError::Conflict {
                 message: format!(
-                    "{path} changed in the parent during the merge; nothing of it was \
+                    "{path} changed again after the merge compared it; nothing of it was \
                      overwritten. Changes before it are applied; merge again to carry the rest"
                 ),
                 current_version,

@@ -339,6 +339,10 @@ pub fn describe(spec: &RouteSpec) -> Value {
             .params(&["IdempotencyKey"])
             .body(schema("MergeFork"))
             .answers("200", "What was applied (or, with dryRun, would be).", schema("MergeReport")),
+        Route::RebaseFork => op("rebaseFork", "forks", "Bring the workspace's changes since the base into the fork (the same rules, strategies, resolutions and conflict report as a merge; fork-wins keeps the fork's side), and move the base to the workspace as it is now.")
+            .params(&["IdempotencyKey"])
+            .body(schema("MergeFork"))
+            .answers("200", "What was applied to the fork (or, with dryRun, would be).", schema("MergeReport")),
         Route::CreateRun => op("createRun", "snapshots", "Start a run record: a snapshot naming its workflow.")
             .body(schema("StartRun"))
             .answers("201", "The run.", schema("Run"))

@@ -165,7 +165,7 @@ async fn dispatch(
         Route::CreateWorkspace => workspaces::create(svc, &caller, body).await,
         Route::ListWorkspaces => workspaces::list(svc, &caller, parts).await,
         Route::GetWorkspace => workspaces::get(svc, &caller, id).await,
-        Route::DeleteWorkspace => workspaces::delete(svc, &caller, id).await,
+        Route::DeleteWorkspace => workspaces::delete(svc, app.files()?, &caller, id, parts).await,
         Route::UploadArtifact => artifacts::upload(svc, app.files()?, &caller, id, body).await,
         Route::ListArtifacts => artifacts::list(svc, &caller, id, parts).await,
         Route::GetArtifact => artifacts::get(svc, &caller, id, param(&ps, 1)).await,

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use workspace_core::sessions::model::{WorkspaceKind, WorkspaceRecord};
 use workspace_core::sessions::{Caller, SessionService};
-use workspace_core::Result;
+use workspace_core::{Result, WorkspaceError, WorkspaceId, WorkspaceService};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -67,7 +67,42 @@ pub async fn get(svc: &SessionService, caller: &Caller, id: &str) -> Result<Http
     ))
 }
 
-pub async fn delete(svc: &SessionService, caller: &Caller, id: &str) -> Result<HttpResponse> {
+/// A workspace with live forks is deleted only with `?force=true`, which discards them
+/// first (their own data is not under the workspace's prefix).
+pub async fn delete(
+    svc: &SessionService,
+    files: &WorkspaceService,
+    caller: &Caller,
+    id: &str,
+    parts: &Parts,
+) -> Result<HttpResponse> {
+    let force = match Query::parse(parts)?.get("force") {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(WorkspaceError::validation(format!(
+                "force must be true or false, not {other:?}"
+            )))
+        }
+    };
+    let ws = svc.get(caller, id).await?;
+    let who = caller.in_workspace(&WorkspaceId::parse(&ws.workspace_id)?);
+    let forks = files.live_forks(&who).await?;
+    if !forks.is_empty() {
+        if !force {
+            let ids: Vec<&str> = forks.iter().map(|f| f.workspace.as_str()).collect();
+            return Err(WorkspaceError::Conflict {
+                message: format!(
+                    "workspace {id} has {} live fork(s): {}; discard them (or merge them back) \
+                     first, or delete with ?force=true to discard them too",
+                    ids.len(),
+                    ids.join(", ")
+                ),
+                current_version: 0,
+            });
+        }
+        files.discard_forks(&who).await?;
+    }
     svc.delete_workspace(caller, id).await?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
