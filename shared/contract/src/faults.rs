@@ -601,3 +601,168 @@ where
     }
     assert!(runs >= 30, "only {runs} crash points were tried");
 }
+
+/// A workspace with a fork whose merge changes three paths (a put over the base, a
+/// delete, a new file) beside a change of the parent's own; the fork's id.
+async fn forked(run: &Run<'_>) -> String {
+    for (path, content) in [("a.md", "a"), ("b.md", "b"), ("c.md", "c")] {
+        assert!(run.put(path, content).await.status.is_success());
+    }
+    let fork = run
+        .call(Method::POST, "/v1/host/workspace/forks", Some(json!({})))
+        .await;
+    assert_eq!(
+        fork.status.as_u16(),
+        201,
+        "fork: {}",
+        String::from_utf8_lossy(&fork.body)
+    );
+    let fork = fork.json()["workspaceId"].as_str().expect("id").to_owned();
+    let in_fork = Run {
+        h: run.h,
+        workspace: fork.clone(),
+    };
+    assert!(in_fork.put("a.md", "fork").await.status.is_success());
+    assert!(in_fork.put("d.md", "new").await.status.is_success());
+    let gone = in_fork
+        .call(Method::DELETE, "/v1/host/workspace/files/b.md", None)
+        .await;
+    assert_eq!(gone.status.as_u16(), 204);
+    assert!(run.put("c.md", "parent").await.status.is_success());
+    fork
+}
+
+async fn merge_once(run: &Run<'_>, fork: &str) -> Reply {
+    run.h
+        .call(
+            Method::POST,
+            &format!("/v1/host/workspace/forks/{fork}/merge"),
+            Some(KEY_TENANT),
+        )
+        .header("x-workspace-id", &run.workspace)
+        .header("idempotency-key", "merge-once")
+        .json(&json!({}))
+        .send()
+        .await
+}
+
+/// A merge broken at each of its steps (`points` of them at most, spread evenly; the call
+/// failed, or the process killed before or after it), then retried with the same `Idempotency-Key` by a restarted process: the
+/// parent ends as an unbroken merge leaves it, each change applied once (its change log
+/// holds exactly the setup's commits and the merge's three), and the fork has nothing left
+/// to merge.
+pub async fn every_crash_point_of_a_merge_finishes_on_retry<F, Fut>(make: F, points: usize)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = (Backend, Recovery)>,
+{
+    let (backend, _recovery) = make().await;
+    let Backend {
+        meta,
+        bodies,
+        secrets,
+        guard: _guard,
+    } = backend;
+    let faulty = |plan: &Arc<FaultPlan>| Backend {
+        meta: Arc::new(FaultyMeta(meta.clone(), plan.clone())),
+        bodies: Arc::new(FaultyBodies(bodies.clone(), plan.clone())),
+        secrets: secrets.clone(),
+        guard: Box::new(()),
+    };
+    let plan = Arc::new(FaultPlan::default());
+    let h = Harness::new(faulty(&plan)).await;
+    let run = Run {
+        h: &h,
+        workspace: "mcount".to_owned(),
+    };
+    let fork = forked(&run).await;
+    let before = plan.calls();
+    let done = merge_once(&run, &fork).await;
+    assert!(done.status.is_success(), "unbroken merge: {}", done.status);
+    let steps = plan.calls() - before;
+    assert!(steps >= 6, "a merge took {steps} port calls");
+
+    let stride = steps.div_ceil(points.max(1));
+    let mut runs = 0;
+    for step in (0..steps).step_by(stride) {
+        for fault in FAULTS {
+            runs += 1;
+            let context = format!("merge, step {step} of {steps}, {fault:?}");
+            let plan = Arc::new(FaultPlan::default());
+            let h = Harness::new(faulty(&plan)).await;
+            let workspace = format!("m{runs}");
+            let run = Run {
+                h: &h,
+                workspace: workspace.clone(),
+            };
+            let fork = forked(&run).await;
+            plan.arm(plan.calls() + step, fault);
+            let _ = merge_once(&run, &fork).await;
+
+            let restarted = Harness::new(Backend {
+                meta: meta.clone(),
+                bodies: bodies.clone(),
+                secrets: secrets.clone(),
+                guard: Box::new(()),
+            })
+            .await;
+            let after = Run {
+                h: &restarted,
+                workspace,
+            };
+            let retried = merge_once(&after, &fork).await;
+            assert!(
+                retried.status.is_success(),
+                "{context}: the retry answered {} {}",
+                retried.status,
+                String::from_utf8_lossy(&retried.body)
+            );
+            for (path, want) in [
+                ("a.md", Some("fork")),
+                ("b.md", None),
+                ("c.md", Some("parent")),
+                ("d.md", Some("new")),
+            ] {
+                let r = after
+                    .call(
+                        Method::GET,
+                        &format!("/v1/host/workspace/files/{path}"),
+                        None,
+                    )
+                    .await;
+                let got = (r.status.as_u16() == 200)
+                    .then(|| r.json()["content"].as_str().map(str::to_owned))
+                    .flatten();
+                assert_eq!(got.as_deref(), want, "{context}: {path}");
+            }
+            let log = after
+                .call(Method::GET, "/v1/host/workspace/changes?limit=100", None)
+                .await;
+            let entries = log.json()["changes"].as_array().map_or(0, Vec::len);
+            assert_eq!(
+                entries,
+                4 + 3,
+                "{context}: a change doubled or missing: {}",
+                log.json()
+            );
+            let diff = restarted
+                .call(
+                    Method::GET,
+                    &format!("/v1/host/workspace/forks/{fork}/diff"),
+                    Some(KEY_TENANT),
+                )
+                .header("x-workspace-id", &after.workspace)
+                .send()
+                .await;
+            assert_eq!(
+                diff.json()["changes"],
+                json!([]),
+                "{context}: left to merge"
+            );
+        }
+    }
+    assert!(
+        runs >= 3 * points.min(steps) / 2,
+        "only {runs} crash points were tried"
+    );
+}

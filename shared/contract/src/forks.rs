@@ -908,3 +908,104 @@ pub async fn rebases_bring_the_parents_changes_into_the_fork(h: Harness) {
         "parent 2\n"
     );
 }
+
+/// Every change the workspace's change log holds, oldest first, as (path, version,
+/// principal).
+async fn change_log(h: &Harness, key: &str) -> Vec<(String, u64, String)> {
+    let mut out = Vec::new();
+    let mut uri = "/v1/host/workspace/changes?limit=100".to_owned();
+    loop {
+        let page = h
+            .call(Method::GET, &uri, Some(key))
+            .send()
+            .await
+            .assert_ok();
+        for c in page["changes"].as_array().expect("changes") {
+            out.push((
+                c["path"].as_str().expect("path").to_owned(),
+                c["version"].as_u64().expect("version"),
+                c["principal"].as_str().expect("principal").to_owned(),
+            ));
+        }
+        match page["nextToken"].as_str() {
+            Some(t) => uri = format!("/v1/host/workspace/changes?limit=100&nextToken={t}"),
+            None => break,
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// Parent writers race merges of the same paths: a merge applies a path only over the
+/// version it compared (here the base: with the default strategy any parent change it sees
+/// is a conflict), so an acknowledged parent write is never replaced by a merge; a merge
+/// that loses a race says so, and the merge retried after the writers stop carries the
+/// rest, each change once.
+pub async fn parent_writes_racing_a_merge_are_never_overwritten(h: Harness) {
+    const PATHS: [&str; 4] = ["r/a.md", "r/b.md", "r/c.md", "r/d.md"];
+    for p in PATHS {
+        h.put(KEY_A, p, "base").await.assert_ok();
+    }
+    let fork = h.new_fork(KEY_A).await;
+    for p in PATHS {
+        h.fork_put(KEY_A, &fork, p, "fork").await.assert_ok();
+    }
+    let writer = async {
+        let mut acknowledged = Vec::new();
+        for round in 0..3 {
+            // The writer (tenant-admin) changes the paths one by one while merges run.
+            for p in PATHS.iter().rev() {
+                let r = h
+                    .call(Method::PUT, &file_uri(p), Some(KEY_TENANT))
+                    .header("x-workspace-id", "main")
+                    .json(&json!({ "content": format!("writer {round}") }))
+                    .send()
+                    .await;
+                acknowledged.push((p.to_string(), r.assert_ok()["version"].as_u64().expect("v")));
+                tokio::task::yield_now().await;
+            }
+        }
+        acknowledged
+    };
+    let merger = async {
+        let mut answers = Vec::new();
+        for _ in 0..6 {
+            let r = h.merge(KEY_A, &fork, json!({})).await;
+            answers.push(r.status.as_u16());
+            tokio::task::yield_now().await;
+        }
+        answers
+    };
+    let (acknowledged, answers) = tokio::join!(writer, merger);
+    assert!(
+        answers.iter().all(|s| *s == 200 || *s == 409),
+        "{answers:?}"
+    );
+
+    let log = change_log(&h, KEY_A).await;
+    // Every acknowledged write is in the log, by its writer.
+    for (p, v) in &acknowledged {
+        assert!(
+            log.contains(&(p.clone(), *v, "tenant-admin".to_owned())),
+            "{p} v{v} lost: {log:?}"
+        );
+    }
+    // A merge's write (alice, after the seed's version 1) only ever follows the base.
+    for (p, v, who) in &log {
+        if who == "alice" && *v > 1 {
+            assert_eq!(*v, 2, "{p}: a merge wrote over a parent write: {log:?}");
+        }
+    }
+    // Now without writers: the fork's side wins what is left, each path changed once.
+    let r = h
+        .merge(KEY_A, &fork, json!({"strategy": "fork-wins"}))
+        .await
+        .assert_ok();
+    let applied = ops(&r);
+    let before = log.len();
+    let log = change_log(&h, KEY_A).await;
+    assert_eq!(log.len(), before + applied.len());
+    for p in PATHS {
+        assert_eq!(h.get(KEY_A, p).await.assert_ok()["content"], "fork", "{p}");
+    }
+}

@@ -85,6 +85,7 @@ macro_rules! contract_tests {
             forks::forks_stay_in_their_workspace_and_go_when_discarded_or_expired,
             forks::fork_tools_fork_compare_merge_and_discard,
             forks::rebases_bring_the_parents_changes_into_the_fork,
+            forks::parent_writes_racing_a_merge_are_never_overwritten,
             changes::the_change_log_lists_every_commit_newest_first,
             erase::erasing_a_version_removes_its_body_and_leaves_a_tombstone,
             erase::a_version_a_snapshot_holds_is_erased_only_when_forced,
@@ -155,6 +156,19 @@ macro_rules! capability_tests {
                 $crate::$module::$case(harness).await;
             }
         )*
+    };
+}
+
+/// The merge's fault-injection case: `points` of its steps (spread over all of them; the
+/// emulated AWS backend is slow enough that every step of a merge is too many), each
+/// broken in the three ways.
+#[macro_export]
+macro_rules! merge_fault_tests {
+    ($make:expr, $points:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn every_crash_point_of_a_merge_finishes_on_retry() {
+            $crate::faults::every_crash_point_of_a_merge_finishes_on_retry($make, $points).await;
+        }
     };
 }
 

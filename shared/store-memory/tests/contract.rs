@@ -97,4 +97,5 @@ async fn with_recovery() -> (Backend, workspace_contract::faults::Recovery) {
 mod faults {
     use super::with_recovery;
     workspace_contract::fault_tests!(with_recovery);
+    workspace_contract::merge_fault_tests!(with_recovery, usize::MAX);
 }
