@@ -135,6 +135,9 @@ pub enum Command {
     /// Snapshots: every live file pinned at one instant
     #[command(subcommand)]
     Snapshot(SnapshotCommand),
+    /// Forks: a private copy of the workspace for a sub-agent, its diff, the merge back
+    #[command(subcommand)]
+    Fork(ForkCommand),
     /// Push every regular file under DIR, skipping those whose content is unchanged
     Sync {
         /// The local directory
@@ -172,6 +175,61 @@ pub enum SnapshotCommand {
         #[arg(value_name = "ID")]
         id: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ForkCommand {
+    /// Fork the workspace now; prints the fork's id (use it with --workspace)
+    Create {
+        /// A name for the fork
+        #[arg(long, value_name = "L")]
+        label: Option<String>,
+        /// How long it lives, in seconds (default: the server's, 7 days)
+        #[arg(long, value_name = "S")]
+        ttl: Option<u64>,
+    },
+    /// List the workspace's live forks, newest first
+    Ls,
+    /// What changed on each side since the fork was made (! marks a conflict)
+    Diff {
+        #[arg(value_name = "FORK")]
+        fork: String,
+    },
+    /// Merge the fork back (--dry-run to only see what would be applied)
+    Merge {
+        #[arg(value_name = "FORK")]
+        fork: String,
+        #[command(flatten)]
+        how: MergeArgs,
+        /// Discard the fork after merging
+        #[arg(long)]
+        discard: bool,
+    },
+    /// Bring the workspace's changes into the fork
+    Rebase {
+        #[arg(value_name = "FORK")]
+        fork: String,
+        #[command(flatten)]
+        how: MergeArgs,
+    },
+    /// Discard a fork (the workspace is untouched)
+    Rm {
+        #[arg(value_name = "FORK")]
+        fork: String,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// fail (default), fork-wins, parent-wins or three-way
+    #[arg(long, value_name = "S")]
+    pub strategy: Option<String>,
+    /// Settle one path: PATH=fork, PATH=parent, or PATH=@FILE (that local file's content)
+    #[arg(long = "resolve", value_name = "PATH=HOW")]
+    pub resolve: Vec<String>,
+    /// Only report what would be applied
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[cfg(test)]

@@ -111,7 +111,7 @@ pub fn network_error(e: reqwest::Error, what: &str, url: &str) -> Error {
 }
 
 /// An answer outside 2xx: the API's `{"error", "message"}` when it has one.
-async fn answer_error(resp: Response, what: &str) -> Error {
+pub(crate) async fn answer_error(resp: Response, what: &str) -> Error {
     let status = resp.status();
     let code = status.as_u16();
     let text = resp.text().await.unwrap_or_default();

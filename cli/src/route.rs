@@ -14,6 +14,7 @@ const ENCODE: &AsciiSet = &NON_ALPHANUMERIC
 pub const FILES: &str = "/v1/host/workspace/files";
 pub const UPLOADS: &str = "/v1/host/workspace/uploads";
 pub const SNAPSHOTS: &str = "/v1/host/workspace/snapshots";
+pub const FORKS: &str = "/v1/host/workspace/forks";
 pub const EVENTS: &str = "/v1/host/workspace/events";
 pub const DISCOVERY: &str = "/.well-known/openwop";
 
@@ -39,6 +40,11 @@ pub fn diff(path: &str) -> String {
 
 pub fn snapshot(id: &str) -> String {
     format!("{SNAPSHOTS}/{}", utf8_percent_encode(id, ENCODE))
+}
+
+/// A fork's route, with `tail` (`/diff`, `/merge`, ...) after its id.
+pub fn fork(id: &str, tail: &str) -> String {
+    format!("{FORKS}/{}{tail}", utf8_percent_encode(id, ENCODE))
 }
 
 /// `route?k=v&...` for the pairs whose value is present (empty query: the route alone).

@@ -862,3 +862,82 @@ fn watch_on_a_deployment_without_the_stream_exits_5() {
     );
     assert!(head.contains("x-workspace-id: w1"), "{head}");
 }
+
+#[test]
+fn forks_create_diff_merge_with_a_resolution_and_rm() {
+    let server = server();
+    let m = Machine::new(&server.url, KEY);
+    m.put("notes.md", b"one\n");
+    let fork = m
+        .run(&["fork", "create", "--label", "helper"])
+        .ok()
+        .text()
+        .trim()
+        .to_owned();
+    assert!(fork.starts_with("default~"), "the id alone: {fork:?}");
+    let table = m.run(&["fork", "ls"]).ok().text();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(&fork) && l.contains("helper")),
+        "{table}"
+    );
+
+    // The sub-agent writes in the fork, the workspace changes the same file.
+    m.run_with_stdin(
+        &["--workspace", &fork, "put", "notes.md", "-"],
+        b"fork side\n",
+    )
+    .ok();
+    m.run_with_stdin(&["--workspace", &fork, "put", "plan.md", "-"], b"plan\n")
+        .ok();
+    m.put("notes.md", b"workspace side\n");
+    let diff = m.run(&["fork", "diff", &fork]).ok().text();
+    let row = diff.lines().find(|l| l.contains("notes.md")).expect(&diff);
+    assert!(row.starts_with('!'), "a conflict is marked: {diff}");
+
+    // The conflict: exit 1, the merged text shown, nothing applied.
+    let conflict = m.run(&["fork", "merge", &fork]);
+    let shown = conflict.text();
+    let err = conflict.fails(1);
+    assert!(
+        shown.contains("conflict notes.md") && shown.contains("<<<<<<< parent"),
+        "{shown}"
+    );
+    assert!(err.contains("--resolve"), "{err}");
+    assert!(m.run(&["cat", "plan.md"]).code != 0, "nothing applied");
+
+    // A dry run, then the merge with the edited text as the resolution.
+    let edited = TempDir::new("resolution");
+    let file = edited.path().join("notes.md");
+    std::fs::write(&file, "both sides\n").unwrap();
+    let resolve = format!("notes.md=@{}", file.display());
+    let dry = m
+        .run(&["fork", "merge", &fork, "--resolve", &resolve, "--dry-run"])
+        .ok();
+    assert!(dry.err.contains("dry run"), "{}", dry.err);
+    assert!(
+        m.run(&["cat", "plan.md"]).code != 0,
+        "a dry run applies nothing"
+    );
+    let merged = m
+        .run(&["fork", "merge", &fork, "--resolve", &resolve, "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        merged["applied"].as_array().map(Vec::len),
+        Some(2),
+        "{merged}"
+    );
+    assert_eq!(m.cat("notes.md"), b"both sides\n");
+    assert_eq!(m.cat("plan.md"), b"plan\n");
+    assert!(
+        m.run(&["fork", "merge", &fork, "--resolve", "x.md=sideways"])
+            .code
+            == 4
+    );
+
+    m.run(&["fork", "rm", &fork]).ok();
+    let gone = m.run(&["fork", "diff", &fork]).fails(2);
+    assert!(gone.contains("ws fork ls"), "{gone}");
+}

@@ -1,6 +1,7 @@
 //! One module per command; [`run`] sets up what they share and dispatches.
 
 mod cat;
+mod fork;
 mod history;
 mod login;
 mod ls;
@@ -78,6 +79,7 @@ async fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
             if_match,
         } => history::restore(ctx, &path, version, if_match).await,
         Command::Snapshot(cmd) => snapshot::run(ctx, cmd).await,
+        Command::Fork(cmd) => fork::run(ctx, cmd).await,
         Command::Sync { dir, prefix } => crate::sync::run(ctx, &dir, prefix.as_deref()).await,
         Command::Watch { after } => crate::watch::run(ctx, after).await,
     }

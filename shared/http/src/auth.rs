@@ -330,6 +330,44 @@ mod tests {
         assert!(keys.lookup("k2-bbbbbbbbbbbbbbbX").is_none());
     }
 
+    /// A key bound to a workspace reaches its forks by name; one bound to a fork reaches
+    /// only that fork: never its parent, a sibling fork, or another workspace's.
+    #[test]
+    fn bound_keys_reach_their_forks_and_fork_keys_only_their_fork() {
+        let parent = "main";
+        let fork = "main~0123456789abcdef";
+        let sibling = "main~fedcba9876543210";
+        let keys = ApiKeys::parse(&format!(
+            "kp-aaaaaaaaaaaaaaaa=acme/{parent}, kf-bbbbbbbbbbbbbbbb=acme/{fork}"
+        ))
+        .unwrap();
+        let reach = |key: &str, named: Option<&str>| {
+            let mut req = http::Request::builder().uri("/v1/host/workspace/files");
+            if let Some(n) = named {
+                req = req.header(WORKSPACE_HEADER, n);
+            }
+            let (parts, ()) = req.body(()).unwrap().into_parts();
+            resolve(keys.lookup(key).unwrap(), &parts).map(|who| who.scope.workspace.to_string())
+        };
+        let p = "kp-aaaaaaaaaaaaaaaa";
+        let f = "kf-bbbbbbbbbbbbbbbb";
+        assert_eq!(reach(p, None).unwrap(), parent);
+        assert_eq!(reach(p, Some(fork)).unwrap(), fork);
+        assert_eq!(reach(p, Some(sibling)).unwrap(), sibling);
+        assert!(matches!(
+            reach(p, Some("other~0123456789abcdef")),
+            Err(WorkspaceError::Forbidden(_))
+        ));
+        assert_eq!(reach(f, None).unwrap(), fork);
+        assert_eq!(reach(f, Some(fork)).unwrap(), fork);
+        for other in [parent, sibling, "other"] {
+            assert!(
+                matches!(reach(f, Some(other)), Err(WorkspaceError::Forbidden(_))),
+                "{other}"
+            );
+        }
+    }
+
     #[test]
     fn bad_entries_do_not_echo_the_key() {
         for spec in [
