@@ -25,6 +25,8 @@ KEYS = {
     "main": "bench-key-main-0123456789",
     "big": "bench-key-big-0123456789",
     "small": "bench-key-small-0123456789",
+    "forks-small": "bench-key-forks-small-0123456789",
+    "forks-big": "bench-key-forks-big-0123456789",
 }
 
 
@@ -84,6 +86,43 @@ def load(bin_dir, base, key, op, clients, requests, paths=500, prefix=""):
     return r
 
 
+def call(base, key, method, path, body=None, workspace=None):
+    """One request to the server; the decoded JSON answer (None for an empty one)."""
+    import urllib.request
+    req = urllib.request.Request(base + path, method=method,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    if workspace:
+        req.add_header("X-Workspace-Id", workspace)
+    with urllib.request.urlopen(req, timeout=120) as r:
+        data = r.read()
+    return json.loads(data) if data else None
+
+
+def fork_costs(bin_dir, base, sizes, changed, rounds):
+    """Median ms of forking a workspace of each size (the small one, then the big one), and
+    of merging `changed` files back."""
+    out = {}
+    for size, key in zip(sizes, [KEYS["forks-small"], KEYS["forks-big"]]):
+        prefix = "bench/"
+        load(bin_dir, base, key, "put", 16, size, paths=size, prefix=prefix)
+        fork_ms, merge_ms = [], []
+        for _ in range(rounds):
+            t = time.perf_counter()
+            fork = call(base, key, "POST", "/v1/host/workspace/forks", {})["workspaceId"]
+            fork_ms.append((time.perf_counter() - t) * 1000)
+            for i in range(changed):
+                call(base, key, "PUT", f"/v1/host/workspace/files/{prefix}changed-{i}.md",
+                     {"content": f"fork {fork} {i}"}, workspace=fork)
+            t = time.perf_counter()
+            call(base, key, "POST", f"/v1/host/workspace/forks/{fork}/merge", {"discardFork": True})
+            merge_ms.append((time.perf_counter() - t) * 1000)
+        fork_ms.sort()
+        merge_ms.sort()
+        out[size] = (fork_ms[len(fork_ms) // 2], merge_ms[len(merge_ms) // 2])
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--smoke", action="store_true", help="tiny counts and a debug build")
@@ -106,6 +145,9 @@ def main():
             pages = 20 if a.smoke else 500
             big = load(bin_dir, base, KEYS["big"], "list", 1, pages, prefix="bench/")
             small = load(bin_dir, base, KEYS["small"], "list", 1, pages, prefix="bench/")
+            fork_sizes = [20, 200] if a.smoke else [100, 1000]
+            fork_changed = 5 if a.smoke else 10
+            forks = fork_costs(bin_dir, base, fork_sizes, fork_changed, 3 if a.smoke else 7)
             mcp = json.loads(subprocess.run(
                 [sys.executable, os.path.join(ROOT, "bench", "mcp_peer.py"),
                  "--ours-bin", os.path.join(bin_dir, "workspace-local"), "--data-dir", data + "-mcp",
@@ -124,6 +166,10 @@ def main():
         print(f"| {what}, {clients} client{'s' if clients > 1 else ''} | {r['p50Ms']:.2f} | {r['p99Ms']:.2f} | {r['perSecond']:,.0f} | |")
     print(f"| page of 100 from {big_files:,} files / from 100 | {big['p50Ms']:.2f} / {small['p50Ms']:.2f} | "
           f"{big['p99Ms']:.2f} / {small['p99Ms']:.2f} | | {big['p50Ms'] / small['p50Ms']:.2f}× (p50) |")
+    (small_n, big_n) = fork_sizes
+    for what, i in [("fork", 0), (f"merge of {fork_changed} changed files", 1)]:
+        sm, bg = forks[small_n][i], forks[big_n][i]
+        print(f"| {what}: workspace of {small_n:,} / {big_n:,} files | {sm:.2f} / {bg:.2f} | | | {bg / sm:.2f}× |")
     for op in ["write", "read"]:
         p = mcp["peer_stdio"][op]
         for mode in ["stdio", "http"]:
