@@ -620,7 +620,7 @@ pub async fn merges_retry_by_idempotency_key_and_refuse_bad_requests(h: Harness)
     }
     for body in [
         json!({"ttlSeconds": 0}),
-        json!({"from": "s0000000000000-abc"}),
+        json!({"from": "bad id!"}),
         json!({"label": ""}),
         json!({"other": 1}),
     ] {
@@ -1008,4 +1008,86 @@ pub async fn parent_writes_racing_a_merge_are_never_overwritten(h: Harness) {
     for p in PATHS {
         assert_eq!(h.get(KEY_A, p).await.assert_ok()["content"], "fork", "{p}");
     }
+}
+
+/// A fork of a snapshot starts from what the snapshot holds, whatever changed since, and its
+/// diff shows the parent's changes since then.
+pub async fn a_fork_of_a_snapshot_starts_from_it(h: Harness) {
+    h.put(KEY_A, "a.md", "a1").await.assert_ok();
+    h.put(KEY_A, "b.md", "b1").await.assert_ok();
+    let snap = h
+        .call(Method::POST, "/v1/host/workspace/snapshots", Some(KEY_A))
+        .send()
+        .await
+        .assert_ok()["snapshotId"]
+        .as_str()
+        .expect("snapshotId")
+        .to_owned();
+    h.put(KEY_A, "a.md", "a2").await.assert_ok();
+    assert_eq!(h.delete(KEY_A, "b.md").await.status.as_u16(), 204);
+    h.put(KEY_A, "c.md", "c1").await.assert_ok();
+    let created = h.create_fork(KEY_A, json!({"from": snap})).await;
+    assert_eq!(
+        created.status.as_u16(),
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let fork = created.json()["workspaceId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(
+        h.contents(KEY_A, Some(&fork)).await,
+        files(&[("a.md", "a1"), ("b.md", "b1")])
+    );
+    let d = h.fork_diff(KEY_A, &fork, "").await.assert_ok();
+    assert_eq!(
+        diff_rows(&d["changes"]),
+        vec![
+            row("a.md", "unchanged", "modified", false),
+            row("b.md", "unchanged", "deleted", false),
+            row("c.md", "unchanged", "added", false),
+        ]
+    );
+    // The parent's retention goes on (max 3 versions); the fork's base keeps a1 readable.
+    for v in ["a3", "a4", "a5"] {
+        h.put(KEY_A, "a.md", v).await.assert_ok();
+    }
+    let del = h
+        .call(
+            Method::DELETE,
+            &format!("/v1/host/workspace/snapshots/{snap}"),
+            Some(KEY_A),
+        )
+        .send()
+        .await;
+    assert_eq!(del.status.as_u16(), 204);
+    h.put(KEY_A, "a.md", "a6").await.assert_ok();
+    assert_eq!(
+        h.fork_get(KEY_A, &fork, "a.md").await.assert_ok()["content"],
+        "a1"
+    );
+    // The fork's change merges back over the parent's own only as the strategy says.
+    h.fork_put(KEY_A, &fork, "a.md", "fork").await.assert_ok();
+    h.merge(KEY_A, &fork, json!({}))
+        .await
+        .assert_error(409, "workspace_conflict");
+    h.merge(KEY_A, &fork, json!({"strategy": "fork-wins"}))
+        .await
+        .assert_ok();
+    assert_eq!(h.get(KEY_A, "a.md").await.assert_ok()["content"], "fork");
+    // Unknown snapshots are 404, and nothing is forked.
+    h.create_fork(KEY_A, json!({"from": "s0000000000000-unknown"}))
+        .await
+        .assert_error(404, "not_found");
+    assert_eq!(
+        h.call(Method::GET, FORKS, Some(KEY_A))
+            .send()
+            .await
+            .assert_ok()["forks"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
 }

@@ -58,7 +58,7 @@ pub async fn create(
 ) -> Result<HttpResponse> {
     let b: CreateBody = parse_body(
         body,
-        r#"{"from"?: "live", "label"?: "<name>", "ttlSeconds"?: <seconds>}"#,
+        r#"{"from"?: "live" | "<snapshotId>", "label"?: "<name>", "ttlSeconds"?: <seconds>}"#,
     )?;
     let fork = service
         .create_fork(

@@ -270,15 +270,11 @@ impl WorkspaceService {
                 who.scope.workspace
             )));
         }
-        match req.from.as_deref() {
-            None | Some("live") => {}
-            Some(other) => {
-                return Err(WorkspaceError::validation(format!(
-                    "from must be \"live\" (forking from a snapshot, here {other:?}, is not \
-                     supported yet: restore the snapshot in a fork instead)"
-                )))
-            }
-        }
+        // A snapshot to start from: read (and checked) before anything is written.
+        let from = match req.from.as_deref() {
+            None | Some("live") => None,
+            Some(id) => Some(self.snapshot_record(&who.scope, id).await?),
+        };
         if let Some(label) = &req.label {
             super::snapshots::check_label(label)?;
         }
@@ -322,10 +318,17 @@ impl WorkspaceService {
             fork_base: true,
             ..SnapshotOptions::default()
         };
-        if let Err(e) = self
-            .take_snapshot(who, record.base_snapshot.clone(), None, options)
-            .await
-        {
+        let based = match from {
+            None => self
+                .take_snapshot(who, record.base_snapshot.clone(), None, options)
+                .await
+                .map(|_| ()),
+            Some(snapshot) => {
+                self.base_from_snapshot(who, &record, &snapshot, options)
+                    .await
+            }
+        };
+        if let Err(e) = based {
             let gone = ForkRecord {
                 expires_at: 0,
                 ..record
@@ -336,6 +339,88 @@ impl WorkspaceService {
             return Err(e);
         }
         Self::fork_view(&scope, &record)
+    }
+
+    /// A fork's base made of a snapshot's files: each version the snapshot names is pinned
+    /// again for the fork's life (it is still held: the snapshot's own pin keeps it), with
+    /// its lineage and body. A version erased from history, or one a kept snapshot no longer
+    /// holds in the store (it holds a copy), cannot be a fork's: 409, nothing pinned stays.
+    async fn base_from_snapshot(
+        &self,
+        who: &Identity,
+        record: &ForkRecord,
+        snapshot: &crate::model::Snapshot,
+        options: SnapshotOptions,
+    ) -> Result<()> {
+        let scope = &who.scope;
+        let now = self.clock.now_ms();
+        let until = record.expires_at;
+        let window = super::pins::Window {
+            max_versions: self.limits.max_versions,
+        };
+        let mut files = Vec::with_capacity(snapshot.files.len());
+        for f in &snapshot.files {
+            let path = FilePath::parse(&f.path)?;
+            let gone = || WorkspaceError::Conflict {
+                message: format!(
+                    "version {} of {} in snapshot {} is no longer in the store (erased, or \
+                     held only by a kept snapshot's copy); fork the live workspace instead",
+                    f.version, f.path, snapshot.id
+                ),
+                current_version: 0,
+            };
+            if f.erased {
+                return Err(gone());
+            }
+            let item = self
+                .meta
+                .version(scope, &path, f.seq)
+                .await?
+                .filter(|v| v.body.is_some() && v.erased.is_none())
+                .ok_or_else(gone)?;
+            let listed = Head {
+                path: f.path.clone(),
+                lineage: item.lineage.clone(),
+                version: f.version,
+                seq: f.seq,
+                etag: f.etag.clone(),
+                size: f.size,
+                content_type: f.content_type.clone(),
+                updated_at: f.updated_at,
+                deleted: false,
+                body: item.body.clone(),
+                sha256: f.sha256.clone(),
+                pins: Vec::new(),
+                pin_rev: 0,
+            };
+            super::pins::pin_file(
+                self.meta.clone(),
+                scope.clone(),
+                listed,
+                record.base_snapshot.clone(),
+                (now, until),
+                window,
+            )
+            .await?
+            .ok_or_else(gone)?;
+            files.push(SnapshotFile {
+                lineage: item.lineage,
+                body: item.body,
+                kept: None,
+                ..f.clone()
+            });
+        }
+        let base = crate::model::Snapshot {
+            id: record.base_snapshot.clone(),
+            created_at: now,
+            expires_at: until,
+            files,
+            workflow_id: None,
+            label: options.label,
+            keep: false,
+            covers: Vec::new(),
+        };
+        self.meta.put_snapshot(scope, &base).await
     }
 
     async fn put_fork_record(&self, scope: &Scope, record: &ForkRecord) -> Result<()> {

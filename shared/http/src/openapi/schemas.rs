@@ -285,7 +285,7 @@ fn schemas() -> Value {
         "CreateFork": {
             "type": "object",
             "properties": {
-                "from": { "const": "live", "description": "The parent as it is now (the only source so far)." },
+                "from": { "type": "string", "description": "\"live\" (the default: the workspace as it is now), or a live snapshot's id: the workspace as that snapshot holds it." },
                 "label": { "type": "string", "minLength": 1, "maxLength": 128 },
                 "ttlSeconds": { "type": "integer", "minimum": 1, "description": "Default 7 days, at most 30 (WORKSPACE_FORK_TTL_SECONDS, WORKSPACE_FORK_MAX_TTL_SECONDS)." },
             },
