@@ -152,6 +152,8 @@ macro_rules! through_the_process {
 }
 
 through_the_process!(
+    forks::forks_read_through_and_write_only_to_themselves,
+    forks::merges_retry_by_idempotency_key_and_refuse_bad_requests,
     files::put_then_get_returns_the_stored_file,
     files::each_write_adds_one_and_past_versions_stay_readable,
     files::if_match_and_if_none_match_guard_writes,

@@ -1091,3 +1091,130 @@ pub async fn a_fork_of_a_snapshot_starts_from_it(h: Harness) {
         Some(1)
     );
 }
+
+/// The ordinary routes work on a fork named in `X-Workspace-Id`: history and restore of an
+/// inherited file, a diff, a snapshot and reads through it, a two-step upload, MCP tools,
+/// WSR-1 redaction and the file quota (which counts the inherited files); the parent sees
+/// none of it.
+pub async fn every_route_works_in_a_fork(h: Harness) {
+    use crate::protocol::SECRET_AWS_KEY_ID;
+    use workspace_core::model::sha256_hex;
+    h.put(KEY_A, "a.md", "a1").await.assert_ok();
+    let fork = h.new_fork(KEY_A).await;
+    let send = |method: Method, uri: &str, body: Option<Value>| {
+        let mut call = h
+            .call(method, uri, Some(KEY_A))
+            .header("x-workspace-id", &fork);
+        if let Some(b) = body {
+            call = call.json(&b);
+        }
+        call.send()
+    };
+
+    // History, restore and diff of an inherited file.
+    h.fork_put(KEY_A, &fork, "a.md", "a2").await.assert_ok();
+    let restored = send(
+        Method::POST,
+        "/v1/host/workspace/versions/a.md",
+        Some(json!({"restore": 1})),
+    )
+    .await
+    .assert_ok();
+    assert_eq!(restored["version"], 3);
+    assert_eq!(
+        h.fork_get(KEY_A, &fork, "a.md").await.assert_ok()["content"],
+        "a1"
+    );
+    let diff = send(
+        Method::GET,
+        "/v1/host/workspace/diff/a.md?from=1&to=2",
+        None,
+    )
+    .await
+    .assert_ok();
+    assert!(
+        diff["diff"].as_str().unwrap_or("").contains("+a2"),
+        "{diff}"
+    );
+
+    // A snapshot of the fork, read through after the fork changes.
+    let snap = send(Method::POST, "/v1/host/workspace/snapshots", None)
+        .await
+        .assert_ok()["snapshotId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    h.fork_put(KEY_A, &fork, "a.md", "a4").await.assert_ok();
+    let then = send(
+        Method::GET,
+        &format!("{}?snapshot={snap}", file_uri("a.md")),
+        None,
+    )
+    .await
+    .assert_ok();
+    assert_eq!(then["content"], "a1");
+
+    // A two-step upload into the fork.
+    let bytes = vec![7u8; 3000];
+    let ticket = send(
+        Method::POST,
+        "/v1/host/workspace/uploads",
+        Some(
+            json!({"path": "big.bin", "size": bytes.len(), "sha256": sha256_hex(&bytes),
+                    "contentType": "application/octet-stream"}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        ticket.status.as_u16(),
+        201,
+        "{}",
+        String::from_utf8_lossy(&ticket.body)
+    );
+    let ticket = ticket.json();
+    let sent = h
+        .fetch(
+            Method::PUT,
+            ticket["url"].as_str().expect("url"),
+            &ticket["headers"],
+            bytes.clone(),
+        )
+        .await;
+    assert!(sent.status.is_success(), "{sent:?}");
+    send(
+        Method::PUT,
+        &file_uri("big.bin"),
+        Some(json!({"uploadId": ticket["uploadId"]})),
+    )
+    .await
+    .assert_ok();
+
+    // MCP tools act on the fork the request names.
+    let mcp = send(
+        Method::POST,
+        "/mcp",
+        Some(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "write_file", "arguments": {"path": "via-mcp.md", "content": format!("key {SECRET_AWS_KEY_ID}")}}})),
+    )
+    .await
+    .assert_ok();
+    assert_eq!(mcp["result"]["isError"], false, "{mcp}");
+    // Redacted like any write.
+    let stored = h.fork_get(KEY_A, &fork, "via-mcp.md").await.assert_ok();
+    let text = stored["content"].as_str().expect("text");
+    assert!(
+        !text.contains(SECRET_AWS_KEY_ID) && text.contains("[REDACTED:"),
+        "{text}"
+    );
+
+    // The quota counts the inherited file: a.md, big.bin, via-mcp.md, then two more fill
+    // maxFiles = 5.
+    h.fork_put(KEY_A, &fork, "four.md", "4").await.assert_ok();
+    h.fork_put(KEY_A, &fork, "five.md", "5").await.assert_ok();
+    h.fork_put(KEY_A, &fork, "six.md", "6")
+        .await
+        .assert_error(413, "workspace_too_large");
+
+    // The parent saw none of it.
+    assert_eq!(h.contents(KEY_A, None).await, files(&[("a.md", "a1")]));
+}
