@@ -145,7 +145,7 @@ def main():
             pages = 20 if a.smoke else 500
             big = load(bin_dir, base, KEYS["big"], "list", 1, pages, prefix="bench/")
             small = load(bin_dir, base, KEYS["small"], "list", 1, pages, prefix="bench/")
-            fork_sizes = [20, 200] if a.smoke else [100, 1000]
+            fork_sizes = [20, 200] if a.smoke else [100, 800]
             fork_changed = 5 if a.smoke else 10
             forks = fork_costs(bin_dir, base, fork_sizes, fork_changed, 3 if a.smoke else 7)
             mcp = json.loads(subprocess.run(
