@@ -195,6 +195,12 @@ fn whole_workspace(who: &Identity) -> Result<()> {
     }
 }
 
+/// A path's texts merged: whether a side is not text, and the merge (`Err`: with markers).
+struct TextMerge {
+    binary: bool,
+    merged: Option<std::result::Result<String, String>>,
+}
+
 /// The three sides of a fork, and which paths the fork wrote itself.
 struct Sides {
     base: BTreeMap<String, FileState>,
@@ -202,6 +208,8 @@ struct Sides {
     parent: BTreeMap<String, FileState>,
     /// Paths with a head in the fork's own scope (live or tombstone).
     own: BTreeMap<String, Head>,
+    /// The base as read, whole (bodies, for a text merge).
+    read: Base,
 }
 
 impl WorkspaceService {
@@ -612,6 +620,7 @@ impl WorkspaceService {
             fork,
             parent,
             own,
+            read: base,
         })
     }
 
@@ -726,11 +735,7 @@ impl WorkspaceService {
                 )));
             }
         }
-        let base = self
-            .forks
-            .base(&scope)
-            .await?
-            .ok_or_else(|| WorkspaceError::internal("not a fork"))?;
+        let base = &sides.read;
         // The side changes are applied to, and the side they come from.
         let (target, source) = match dir {
             Direction::Merge => (&parent, &scope),
@@ -746,7 +751,7 @@ impl WorkspaceService {
             let own = sides.own.contains_key(&d.path);
             let decision = three_way::decide(d, req.strategy, req.resolutions.get(&d.path));
             let decision = match decision {
-                Decision::MergeText => match self.merge_text(&scope, &parent, &base, d).await? {
+                Decision::MergeText => match self.merge_text(&scope, &parent, base, d).await? {
                     Ok(text) => Decision::Write(text.into_bytes()),
                     Err(report) => {
                         conflicts.push(report);
@@ -754,7 +759,7 @@ impl WorkspaceService {
                     }
                 },
                 Decision::Conflict => {
-                    conflicts.push(self.conflict_report(&scope, &parent, &base, d).await?);
+                    conflicts.push(self.conflict_report(&scope, &parent, base, d).await?);
                     continue;
                 }
                 other => other,
@@ -945,55 +950,20 @@ impl WorkspaceService {
         Ok(Some(report))
     }
 
-    /// The three texts of a path both sides changed, merged line by line; the conflict
-    /// report when they are not all text or do not merge cleanly.
-    async fn merge_text(
+    /// Both sides' bytes at a path, and their texts merged line by line over the base's
+    /// when all three are text.
+    async fn text_merge(
         &self,
         fork: &Scope,
         parent: &Scope,
         base: &Base,
         d: &PathDiff,
-    ) -> Result<std::result::Result<String, ConflictReport>> {
-        let (Some((_, f)), Some((_, p))) = (
-            self.live_bytes(fork, &d.path).await?,
-            self.live_bytes(parent, &d.path).await?,
-        ) else {
-            return Ok(Err(self.conflict_report(fork, parent, base, d).await?));
-        };
-        let b = match base.file(&d.path) {
-            Some(file) => self.bytes_of(file.body.as_ref(), &d.path).await?,
-            None => Vec::new(),
-        };
-        let (Some(bt), Some(pt), Some(ft)) =
-            (text::as_text(&b), text::as_text(&p), text::as_text(&f))
-        else {
-            return Ok(Err(ConflictReport {
-                diff: d.clone(),
-                binary: true,
-                merged: None,
-            }));
-        };
-        Ok(text::merge(bt, pt, ft).map_err(|marked| ConflictReport {
-            diff: d.clone(),
-            binary: false,
-            merged: Some(marked),
-        }))
-    }
-
-    /// What a conflict report says of a path: whether it is binary, and the texts merged
-    /// with markers when both sides are live text.
-    async fn conflict_report(
-        &self,
-        fork: &Scope,
-        parent: &Scope,
-        base: &Base,
-        d: &PathDiff,
-    ) -> Result<ConflictReport> {
+    ) -> Result<TextMerge> {
         let (f, p) = (
             self.live_bytes(fork, &d.path).await?,
             self.live_bytes(parent, &d.path).await?,
         );
-        let binary = [&f, &p]
+        let mut binary = [&f, &p]
             .into_iter()
             .flatten()
             .any(|(_, bytes)| text::as_text(bytes).is_none());
@@ -1004,18 +974,52 @@ impl WorkspaceService {
                     None => Vec::new(),
                 };
                 match (text::as_text(&b), text::as_text(p), text::as_text(f)) {
-                    (Some(bt), Some(pt), Some(ft)) => {
-                        Some(text::merge(bt, pt, ft).unwrap_or_else(|marked| marked))
+                    (Some(bt), Some(pt), Some(ft)) => Some(text::merge(bt, pt, ft)),
+                    _ => {
+                        binary = true;
+                        None
                     }
-                    _ => None,
                 }
             }
             _ => None,
         };
+        Ok(TextMerge { binary, merged })
+    }
+
+    /// The merged text of a path both sides changed; the conflict report when it is not
+    /// all text or does not merge cleanly.
+    async fn merge_text(
+        &self,
+        fork: &Scope,
+        parent: &Scope,
+        base: &Base,
+        d: &PathDiff,
+    ) -> Result<std::result::Result<String, ConflictReport>> {
+        let m = self.text_merge(fork, parent, base, d).await?;
+        Ok(match m.merged {
+            Some(Ok(text)) => Ok(text),
+            other => Err(ConflictReport {
+                diff: d.clone(),
+                binary: m.binary,
+                merged: other.and_then(std::result::Result::err),
+            }),
+        })
+    }
+
+    /// What a conflict report says of a path: whether it is binary, and the texts merged
+    /// (with markers where they overlap) when both sides are live text.
+    async fn conflict_report(
+        &self,
+        fork: &Scope,
+        parent: &Scope,
+        base: &Base,
+        d: &PathDiff,
+    ) -> Result<ConflictReport> {
+        let m = self.text_merge(fork, parent, base, d).await?;
         Ok(ConflictReport {
             diff: d.clone(),
-            binary,
-            merged,
+            binary: m.binary,
+            merged: m.merged.map(|r| r.unwrap_or_else(|marked| marked)),
         })
     }
 
