@@ -50,7 +50,7 @@ def peer():
 
 
 class Server:
-    def __init__(self, bin_dir, data_dir):
+    def __init__(self, bin_dir, data_dir, extra=None):
         env = {
             "PATH": os.environ.get("PATH", ""),
             "WORKSPACE_ADDR": "127.0.0.1:0",
@@ -58,6 +58,7 @@ class Server:
             "WORKSPACE_API_KEYS": ",".join(f"{k}=bench/{w}" for w, k in KEYS.items()),
             "WORKSPACE_MAX_FILES": "20000",
             "RUST_LOG": "warn",
+            **(extra or {}),
         }
         self.p = subprocess.Popen([os.path.join(bin_dir, "workspace-local")], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -76,22 +77,25 @@ class Server:
         self.p.wait(timeout=30)
 
 
-def load(bin_dir, base, key, op, clients, requests, paths=500, prefix=""):
+def load(bin_dir, base, key, op, clients, requests, paths=500, prefix="", text=False):
     out = subprocess.run([os.path.join(bin_dir, "bench-load"), "--base", base, "--key", key, "--op", op,
                           "--clients", str(clients), "--requests", str(requests), "--paths", str(paths),
-                          "--prefix", prefix], check=True, capture_output=True, text=True).stdout
+                          "--prefix", prefix] + (["--text"] if text else []),
+                         check=True, capture_output=True, text=True).stdout
     r = json.loads(out)
     if r["errors"]:
         raise SystemExit(f"{op} x{clients}: {r['errors']} errors")
     return r
 
 
-def call(base, key, method, path, body=None, workspace=None):
+def call(base, key, method, path, body=None, workspace=None, accept=None):
     """One request to the server; the decoded JSON answer (None for an empty one)."""
     import urllib.request
     req = urllib.request.Request(base + path, method=method,
                                  data=None if body is None else json.dumps(body).encode(),
                                  headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    if accept:
+        req.add_header("Accept", accept)
     if workspace:
         req.add_header("X-Workspace-Id", workspace)
     with urllib.request.urlopen(req, timeout=120) as r:
@@ -120,6 +124,115 @@ def fork_costs(bin_dir, base, sizes, changed, rounds):
         fork_ms.sort()
         merge_ms.sort()
         out[size] = (fork_ms[len(fork_ms) // 2], merge_ms[len(merge_ms) // 2])
+    return out
+
+
+WORDS = ("agent memory workspace deploy release rollback runbook summary plan tool index search "
+         "version snapshot fork merge conflict tenant bucket table stream event queue worker "
+         "retry timeout budget latency cache session artifact policy secret token quota").split()
+
+
+def corpus(n, seed=7):
+    """`n` files of about 2 KB each, a third each prose, code and Markdown, made from a
+    vocabulary of common words and generated rare ones (so queries have a spread of
+    frequencies). Deterministic."""
+    import random
+    rng = random.Random(seed)
+    rare = [f"{rng.choice('bcdfgklmnprstvz')}{rng.choice('aeiou')}{rng.choice('lmnrst')}"
+            f"{rng.choice('aeiou')}{rng.choice('bdgkptx')}{i}" for i in range(4000)]
+    vocab = WORDS * 20 + rare
+
+    def sentence():
+        return " ".join(rng.choice(vocab) for _ in range(rng.randint(6, 14))).capitalize() + "."
+    files = {}
+    for i in range(n):
+        kind = i % 3
+        lines = []
+        while sum(len(x) + 1 for x in lines) < 2000:
+            if kind == 0:
+                lines.append(" ".join(sentence() for _ in range(3)))
+            elif kind == 1:
+                a, b = rng.choice(vocab), rng.choice(vocab)
+                lines.append(f"    let {a}_{i} = {b}(&ctx, {rng.randint(0, 999)})?; // {sentence()}")
+            else:
+                lines.append(rng.choice(["## ", "- ", "1. ", "> "]) + sentence())
+        ext = ["txt", "rs", "md"][kind]
+        files[f"kb/{i // 100:03}/{i}.{ext}"] = "\n".join(lines) + "\n"
+    return files, rare
+
+
+def quantile_ms(times):
+    times = sorted(times)
+    return times[len(times) // 2] * 1000, times[min(len(times) - 1, int(len(times) * 0.99))] * 1000
+
+
+def search_costs(bin_dir, smoke):
+    """Search over a generated workspace: keyword and exact p50/p99 against the MCP grep tool
+    and ripgrep over the same files on disk (the floor); PUT with and without the index;
+    the index's size against the content's."""
+    import concurrent.futures
+    import random
+    import shutil
+    import urllib.parse
+    n = 300 if smoke else 10000
+    queries = 10 if smoke else 100
+    greps = 2 if smoke else 5
+    files, rare = corpus(n)
+    rng = random.Random(3)
+    out = {"files": n, "bytes": sum(len(t.encode()) for t in files.values())}
+    rg = shutil.which("rg", path=os.path.join(ROOT, ".venv", "bin")) or shutil.which("rg")
+    with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as disk, \
+            tempfile.TemporaryDirectory() as plain:
+        for path, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(disk, path)), exist_ok=True)
+            with open(os.path.join(disk, path), "w") as f:
+                f.write(text)
+        s = Server(bin_dir, data)
+        try:
+            key = KEYS["main"]
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda kv: call(s.base, key, "PUT", f"/v1/host/workspace/files/{kv[0]}",
+                                              {"content": kv[1]}), files.items()))
+
+            def timed_search(params):
+                t = time.perf_counter()
+                call(s.base, key, "GET", "/v1/host/workspace/search?" + urllib.parse.urlencode(params))
+                return time.perf_counter() - t
+            keyword = [timed_search({"q": f"{rng.choice(WORDS)} {rng.choice(rare)}"}) for _ in range(queries)]
+            texts = list(files.values())
+            needles = []
+            for _ in range(queries):
+                t = rng.choice(texts)
+                i = rng.randrange(0, len(t) - 16)
+                needles.append(t[i:i + 12])
+            exact = [timed_search({"q": q, "mode": "exact"}) for q in needles]
+            out["keyword"], out["exact"] = quantile_ms(keyword), quantile_ms(exact)
+
+            def grep(pattern):
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "grep", "arguments": {"pattern": pattern}}}
+                t = time.perf_counter()
+                call(s.base, key, "POST", "/mcp", body, accept="application/json, text/event-stream")
+                return time.perf_counter() - t
+            import re
+            out["grep"] = quantile_ms([grep(re.escape(q)) for q in needles[:greps]])
+            if rg:
+                def ripgrep(q):
+                    t = time.perf_counter()
+                    subprocess.run([rg, "-F", "-c", q, disk], capture_output=True)
+                    return time.perf_counter() - t
+                out["rg"] = quantile_ms([ripgrep(q) for q in needles])
+            out["index_bytes"] = sum(os.path.getsize(os.path.join(d, f))
+                                     for d, _, fs in os.walk(os.path.join(data, "search")) for f in fs)
+            put_n = 100 if smoke else 2000
+            out["put_indexed"] = load(bin_dir, s.base, key, "put", 1, put_n, paths=500, prefix="bench/", text=True)
+        finally:
+            s.stop()
+        s = Server(bin_dir, plain, extra={"WORKSPACE_SEARCH": "off"})
+        try:
+            out["put_plain"] = load(bin_dir, s.base, KEYS["main"], "put", 1, put_n, paths=500, prefix="bench/", text=True)
+        finally:
+            s.stop()
     return out
 
 
@@ -156,6 +269,7 @@ def main():
                 check=True, capture_output=True, text=True).stdout)
         finally:
             s.stop()
+    search = search_costs(bin_dir, a.smoke)
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} "
           f"{platform.release()}; build: {'debug (smoke)' if a.smoke else 'local profile'}; {n} requests per HTTP row\n")
@@ -176,6 +290,27 @@ def main():
             o = mcp[f"ours_{mode}"][op]
             print(f"| MCP {op}_file 1 KiB, ours over {mode} / peer over stdio | {o['p50Ms']:.2f} / {p['p50Ms']:.2f} | "
                   f"{o['p99Ms']:.2f} / {p['p99Ms']:.2f} | | {o['p50Ms'] / p['p50Ms']:.2f}× p50, {o['p99Ms'] / p['p99Ms']:.2f}× p99 |")
+    sf = f"{search['files']:,} files, {search['bytes'] / 1e6:.1f} MB"
+    for what, k in [("keyword", "keyword"), ("exact", "exact")]:
+        o = search[k]
+        row = f"| search {what}, {sf}: ours"
+        vals = [f"{o[0]:.2f}"]
+        p99 = [f"{o[1]:.2f}"]
+        ratio = ""
+        if "rg" in search:
+            row += " / ripgrep (floor)"
+            vals.append(f"{search['rg'][0]:.2f}")
+            p99.append(f"{search['rg'][1]:.2f}")
+            ratio = f"{o[0] / search['rg'][0]:.2f}× rg"
+        print(f"{row} | {' / '.join(vals)} | {' / '.join(p99)} | | {ratio} |")
+    g = search["grep"]
+    print(f"| MCP grep tool (a scan), same files / our exact search | {g[0]:.2f} / {search['exact'][0]:.2f} | {g[1]:.2f} | | "
+          f"{g[0] / search['exact'][0]:.1f}× |")
+    pi, pp = search["put_indexed"], search["put_plain"]
+    print(f"| HTTP PUT 1 KiB of prose, index on / off (WORKSPACE_SEARCH=off) | {pi['p50Ms']:.2f} / {pp['p50Ms']:.2f} | "
+          f"{pi['p99Ms']:.2f} / {pp['p99Ms']:.2f} | | {pi['p50Ms'] / pp['p50Ms']:.2f}× |")
+    print(f"| index size / content size | {search['index_bytes'] / 1e6:.1f} MB / {search['bytes'] / 1e6:.1f} MB | | | "
+          f"{search['index_bytes'] / search['bytes']:.2f}× |")
     print("\npeer: @modelcontextprotocol/server-filesystem (bench/peer/package.json); ours fsyncs every "
           "acknowledged write, the peer does not.")
 

@@ -26,6 +26,7 @@ TOOLS = {
     "move_file": (["source", "destination"], {"source", "destination"}),
     "edit_file": (["path", "old_text", "new_text"], {"path", "old_text", "new_text", "replace_all", "expected_version"}),
     "grep": (["pattern"], {"pattern", "path", "glob", "max_results"}),
+    "search": (["query"], {"query", "mode", "path", "glob", "ignore_case", "max_results"}),
     "memory": (["command"], {"command", "path", "view_range", "file_text", "old_str", "new_str",
                              "insert_line", "insert_text", "old_path", "new_path"}),
     "fork_workspace": ([], {"label", "ttl_seconds"}),
@@ -192,6 +193,26 @@ async def fork_tools(a):
     eq(await a.ok("discard_fork", fork_id=fork), f"Discarded fork {fork}; this workspace is untouched.")
 
 
+async def search_tool(a):
+    """Ranked search: the best file first as path@version with its lines; every write seen."""
+    await a.ok("write_file", path="kb/deploy.md", content="How to deploy\nDeploying twice is safe; deploys are idempotent.\n")
+    await a.ok("write_file", path="kb/other.md", content="One deploy note.\n")
+    found = await a.ok("search", query="deploying")
+    head = found.split("\n")
+    check(head[0].startswith("Found 2 file(s) for 'deploying', best first"), found)
+    eq(head[2].split(" ")[0], "kb/deploy.md@1", "best hit first, at its version")
+    check("  2: Deploying twice is safe; deploys are idempotent." in found, found)
+    # A write is found by the next search, and the old text no longer is.
+    await a.ok("write_file", path="kb/other.md", content="Rollback steps.\n")
+    check("kb/other.md" not in await a.ok("search", query="deploy"), "overwritten text is gone")
+    check("kb/other.md@2" in await a.ok("search", query="rollback"), "new text found at its version")
+    exact = await a.ok("search", query="safe;", mode="exact", path="kb", glob="*.md")
+    check("kb/deploy.md@1" in exact and "  2: Deploying" in exact, exact)
+    check((await a.ok("search", query="zebra")).startswith("No matches found for 'zebra' in /workspace ("), "no match")
+    check("not a valid regular expression" in await a.err("search", query="(", mode="regex"), "bad regex")
+    eq(await a.err("search", query="x", path="../etc"), DENIED, "escape")
+
+
 async def http_mode(args):
     url = f"{args.base}/mcp"
 
@@ -220,6 +241,7 @@ async def http_mode(args):
             await every_tool(a)
             await memory_tool(a)
             await fork_tools(a)
+            await search_tool(a)
             # Writes through MCP are versions on the HTTP API, and redacted (WSR-1).
             secret = "AKIAIOSFODNN7EXAMPLE"
             w = await a.ok("write_file", path="mem/keys.env", content=f"aws={secret}\n")
@@ -243,6 +265,7 @@ async def http_mode(args):
             eq(await e.ok("list_directory", path="/workspace"), "Directory is empty: /workspace")
             eq(await e.ok("search_files", path=".", pattern="**"), "No matches found for pattern '**' in .")
             eq(await e.ok("grep", pattern="."), "No matches found for '.' in /workspace")
+            check((await e.ok("search", query="deploy")).startswith("No matches found"), "search isolated")
             for tool, targs in [("read_file", {"path": "README.md"}), ("get_file_info", {"path": "README.md"}),
                                 ("list_directory", {"path": "src"}), ("delete_file", {"path": "README.md"}),
                                 ("edit_file", {"path": "README.md", "old_text": "T", "new_text": "x"}),
@@ -278,6 +301,7 @@ async def stdio_mode(args):
         await every_tool(Agent(s))
         await memory_tool(Agent(s))
         await fork_tools(Agent(s))
+        await search_tool(Agent(s))
     # The high-level Client probes the 2026-07-28 `server/discover` first ("auto" mode) and
     # falls back to the initialize handshake, which this server speaks.
     async with Client(params) as c:

@@ -132,6 +132,33 @@ pub enum Command {
         #[arg(long, value_name = "ETAG")]
         if_match: Option<String>,
     },
+    /// Search the workspace: ranked words (default), an exact substring or a regex; the
+    /// best files first, each with its version and matching lines
+    Search {
+        /// What to look for
+        query: String,
+        /// The literal text, punctuation included
+        #[arg(long, conflicts_with = "regex")]
+        exact: bool,
+        /// A regular expression
+        #[arg(long)]
+        regex: bool,
+        /// With --exact or --regex: ignore case
+        #[arg(long, short = 'i')]
+        ignore_case: bool,
+        /// Only paths that start with this
+        #[arg(long, value_name = "P")]
+        prefix: Option<String>,
+        /// Only paths matching this glob (`*` within a segment, `**` across)
+        #[arg(long, value_name = "G")]
+        glob: Option<String>,
+        /// Most files to show (1-100; default 20)
+        #[arg(long, value_name = "N")]
+        limit: Option<u32>,
+        /// Search a snapshot as it was
+        #[arg(long, value_name = "ID")]
+        snapshot: Option<String>,
+    },
     /// Snapshots: every live file pinned at one instant
     #[command(subcommand)]
     Snapshot(SnapshotCommand),

@@ -16,6 +16,7 @@ pub const UPLOADS: &str = "/v1/host/workspace/uploads";
 pub const SNAPSHOTS: &str = "/v1/host/workspace/snapshots";
 pub const FORKS: &str = "/v1/host/workspace/forks";
 pub const EVENTS: &str = "/v1/host/workspace/events";
+pub const SEARCH: &str = "/v1/host/workspace/search";
 pub const DISCOVERY: &str = "/.well-known/openwop";
 
 /// A workspace path, each segment encoded, the `/` between them kept.

@@ -81,6 +81,15 @@ enum Command {
     /// bucket (WORKSPACE_BLOB_S3_BUCKET) and event bus (WORKSPACE_EVENT_BUS). Prints what
     /// it created or found. Then `WORKSPACE_BACKEND=aws workspace-local` serves on them.
     Provision,
+    /// Rebuild search indexes from the store: one workspace's now (with --tenant and
+    /// --workspace), or every index (removed, each rebuilt when its workspace is next
+    /// searched or written). Stop the server first (the database admits one process).
+    Reindex {
+        #[arg(long, requires = "workspace")]
+        tenant: Option<String>,
+        #[arg(long, requires = "tenant")]
+        workspace: Option<String>,
+    },
     /// Erase workspaces idle longer than WORKSPACE_PURGE_AFTER_DAYS (default 90): files,
     /// versions, artifacts, sessions. Stop the server first (the database admits one
     /// process).
@@ -178,6 +187,7 @@ async fn main() {
             action: WebhooksAction::Status,
         }) => Settings::from_env().and_then(|s| events::webhooks::print_status(&s.local.data_dir)),
         Some(Command::Provision) => provision().await,
+        Some(Command::Reindex { tenant, workspace }) => reindex(tenant, workspace).await,
     };
     if let Err(e) = result {
         eprintln!("workspace-local: {e}");
@@ -272,6 +282,34 @@ pub(crate) fn emit(lines: &[String]) {
     let _ = out.flush();
 }
 
+/// `workspace-local reindex`: see [`Command::Reindex`].
+async fn reindex(tenant: Option<String>, workspace: Option<String>) -> Result<(), String> {
+    let settings = Settings::from_env()?;
+    let (Some(tenant), Some(workspace)) = (tenant, workspace) else {
+        let dir = workspace_wiring::stores::search_dir(&settings);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
+        }
+        emit(&[format!(
+            "removed every search index in {}; each is rebuilt from the store when next used",
+            dir.display()
+        )]);
+        return Ok(());
+    };
+    let stores = Stores::open(&settings).await?;
+    let search = stores.search(&settings)?;
+    let files =
+        services::files(&settings, stores.meta, stores.bodies, stores.secrets).with_search(search);
+    let scope = workspace_core::Scope::new(
+        workspace_core::TenantId::parse(&tenant).map_err(|e| e.to_string())?,
+        workspace_core::WorkspaceId::parse(&workspace).map_err(|e| e.to_string())?,
+    );
+    let n = files.reindex(&scope).await.map_err(|e| e.to_string())?;
+    emit(&[format!("reindexed {tenant}/{workspace}: {n} files")]);
+    Ok(())
+}
+
 /// `workspace-local provision`: the AWS data plane, created or found.
 async fn provision() -> Result<(), String> {
     let aws = Aws::connect(Settings::from_env()?).await;
@@ -284,7 +322,9 @@ async fn mcp(who: mcp_stdio::Who) -> Result<(), String> {
     let settings = Settings::from_env()?;
     let stores = Stores::open(&settings).await?;
     let identity = mcp_stdio::identity(&settings, stores.keys.clone(), &who).await?;
-    let files = services::files(&settings, stores.meta, stores.bodies, stores.secrets);
+    let search = stores.search(&settings)?;
+    let files =
+        services::files(&settings, stores.meta, stores.bodies, stores.secrets).with_search(search);
     mcp_stdio::serve(files, identity).await
 }
 
@@ -335,7 +375,8 @@ async fn serve() -> Result<(), String> {
     .with_scope_eraser(services::scope_eraser(
         stores.sessions.clone(),
         stores.erasers.clone(),
-    ));
+    ))
+    .with_search(stores.search(&settings)?);
     let registry = Arc::new(RegistryOf(stores.sessions.clone()));
     let mut app = App::new(auth).with_registry(registry);
     app.advertised.public_url = Some(

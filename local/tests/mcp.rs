@@ -63,7 +63,7 @@ async fn python_mcp_client_over_streamable_http() {
     assert!(mcp["protocolVersions"]
         .as_array()
         .is_some_and(|v| v.iter().any(|x| x == "2025-06-18")));
-    assert_eq!(mcp["tools"].as_array().map(Vec::len), Some(15), "{mcp}");
+    assert_eq!(mcp["tools"].as_array().map(Vec::len), Some(16), "{mcp}");
     let url = mcp["url"]
         .as_str()
         .expect("an absolute URL locally")

@@ -46,10 +46,15 @@ async fn first_start_generates_a_key_and_later_starts_reuse_it_without_printing_
     assert_eq!(r.status(), StatusCode::OK);
 }
 
-/// No file in the data directory holds the key in plain text.
+/// No file in the data directory (or below it) holds the key in plain text.
 fn assert_no_plaintext_key(dir: &std::path::Path, key: &str) {
     for entry in std::fs::read_dir(dir).unwrap() {
-        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            assert_no_plaintext_key(&path, key);
+            continue;
+        }
+        let bytes = std::fs::read(path).unwrap();
         assert!(
             !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
             "a data file holds the key in plain text"
@@ -452,13 +457,31 @@ async fn the_data_directory_and_its_files_are_owner_only() {
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&dir), 0o700, "{}", dir.display());
     let mut seen = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        assert_eq!(mode(&path), 0o600, "{}", path.display());
-        seen.push(path.file_name().unwrap().to_string_lossy().into_owned());
+    // Directories (the search indexes') 0700, every file 0600, all the way down.
+    let mut dirs = vec![dir.clone()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                assert_eq!(mode(&path), 0o700, "{}", path.display());
+                dirs.push(path.clone());
+            } else {
+                assert_eq!(mode(&path), 0o600, "{}", path.display());
+            }
+            seen.push(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
     }
     seen.sort();
-    for expected in ["workspace.redb", "presign.key", "session-token.key"] {
+    assert!(
+        seen.iter().any(|s| s.ends_with(".sqlite")),
+        "the search index is there too: {seen:?}"
+    );
+    for expected in [
+        "workspace.redb",
+        "presign.key",
+        "session-token.key",
+        "search",
+    ] {
         assert!(seen.iter().any(|s| s == expected), "{expected} in {seen:?}");
     }
 }

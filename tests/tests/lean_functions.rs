@@ -116,6 +116,12 @@ fn each_function_carries_only_the_sdks_its_role_may_call() {
             binary == "fn-mcp",
             "{binary}: MCP only in fn-mcp"
         );
+        // The search engine (SQLite, about 1 MB) only where searches are answered.
+        assert_eq!(
+            crates.contains("workspace-search"),
+            matches!(binary.as_str(), "fn-search" | "fn-mcp"),
+            "{binary}: the search engine only in fn-search and fn-mcp"
+        );
     }
     // A function whose role holds no S3 right links no S3 client.
     assert!(!tree("fn-delete").contains("aws-sdk-s3"));

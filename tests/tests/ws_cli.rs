@@ -941,3 +941,31 @@ fn forks_create_diff_merge_with_a_resolution_and_rm() {
     let gone = m.run(&["fork", "diff", &fork]).fails(2);
     assert!(gone.contains("ws fork ls"), "{gone}");
 }
+
+#[test]
+fn search_lists_the_best_files_with_their_versions_and_lines() {
+    let server = server();
+    let m = Machine::new(&server.url, KEY);
+    m.put("kb/deploy.md", b"How to deploy\nDeploying twice is safe.\n");
+    m.put("kb/other.md", b"one deploy note\n");
+    m.put("kb/other.md", b"one deploy note, edited\n");
+    let found = m.run(&["search", "deploying"]).ok();
+    let text = found.text();
+    let heads: Vec<&str> = text.lines().filter(|l| !l.starts_with("  ")).collect();
+    assert_eq!(heads, ["kb/deploy.md@1", "kb/other.md@2"], "{text}");
+    assert!(text.contains("  2: Deploying twice is safe."), "{text}");
+    assert!(found.err.contains("2 file(s) found"), "{}", found.err);
+
+    let json = m
+        .run(&["search", "safe.", "--exact", "--prefix", "kb/", "--json"])
+        .ok()
+        .json();
+    assert_eq!(json["hits"][0]["path"], "kb/deploy.md");
+    assert_eq!(
+        json["hits"][0]["lines"][0]["ranges"][0],
+        serde_json::json!([19, 24])
+    );
+    // A bad regex is the server's 400: exit 4 with its message.
+    let bad = m.run(&["search", "(", "--regex"]).fails(4);
+    assert!(bad.contains("regular expression"), "{bad}");
+}

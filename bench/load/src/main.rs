@@ -28,6 +28,24 @@ struct Args {
     /// Bytes of content per PUT.
     #[arg(long, default_value_t = 1024)]
     size: usize,
+    /// PUT English prose (numbered per request) instead of one repeated byte: what a
+    /// search index has to tokenize.
+    #[arg(long)]
+    text: bool,
+}
+
+const PROSE: &str = "The agent keeps its memory in the workspace: each note records what it \
+    learnt, which tools it used, and why a plan changed. Before a deploy it reads the \
+    runbook, checks the last release notes, and writes a short summary for the next run. ";
+
+/// `size` bytes of prose starting with the request's number.
+fn prose(n: usize, size: usize) -> String {
+    let mut s = format!("note {n}: ");
+    while s.len() < size {
+        s.push_str(PROSE);
+    }
+    s.truncate(size);
+    s
 }
 
 #[tokio::main]
@@ -38,6 +56,7 @@ async fn main() {
         "bench-load targets loopback only"
     );
     let content = "x".repeat(args.size);
+    let (text, size) = (args.text, args.size);
     let per_client = args.requests.div_ceil(args.clients);
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -62,7 +81,7 @@ async fn main() {
                 let req = match op.as_str() {
                     "put" => client
                         .put(format!("{base}/v1/host/workspace/files/bench/{n}.md"))
-                        .json(&json!({ "content": content })),
+                        .json(&json!({ "content": if text { prose(c * per_client + i, size) } else { content.clone() } })),
                     "get" => client.get(format!("{base}/v1/host/workspace/files/bench/{n}.md")),
                     "list" => client.get(format!(
                         "{base}/v1/host/workspace/files?prefix={prefix}&limit=100"

@@ -7,6 +7,7 @@ mod login;
 mod ls;
 mod put;
 mod rm;
+mod search;
 mod snapshot;
 
 use crate::cli::{Cli, Command};
@@ -71,6 +72,34 @@ async fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
             if_match,
             safe,
         } => rm::run(ctx, &path, if_match, safe).await,
+        Command::Search {
+            query,
+            exact,
+            regex,
+            ignore_case,
+            prefix,
+            glob,
+            limit,
+            snapshot,
+        } => {
+            let mode = if exact {
+                "exact"
+            } else if regex {
+                "regex"
+            } else {
+                "keyword"
+            };
+            let q = search::Query {
+                q: query,
+                mode,
+                ignore_case,
+                prefix,
+                glob,
+                limit,
+                snapshot,
+            };
+            search::run(ctx, q).await
+        }
         Command::Log { path } => history::log(ctx, &path).await,
         Command::Diff { path, from, to } => history::diff(ctx, &path, from, to).await,
         Command::Restore {

@@ -1093,6 +1093,39 @@ pub async fn every_route_works_in_a_fork(h: Harness) {
         call.send()
     };
 
+    // Search sees inherited files and then the fork's own writes; the parent's index is
+    // untouched by them.
+    h.put(KEY_A, "inherited.md", "parent words only")
+        .await
+        .assert_ok();
+    let fork2 = h.new_fork(KEY_A).await;
+    let search = |ws: Option<&str>, q: &str| {
+        let mut c = h.call(
+            Method::GET,
+            &crate::search::search_uri(&[("q", q)]),
+            Some(KEY_A),
+        );
+        if let Some(ws) = ws {
+            c = c.header("x-workspace-id", ws);
+        }
+        c.send()
+    };
+    let inherited = search(Some(&fork2), "parent").await.assert_ok();
+    assert_eq!(crate::search::hit_paths(&inherited), ["inherited.md"]);
+    h.fork_put(KEY_A, &fork2, "inherited.md", "fork words now")
+        .await
+        .assert_ok();
+    let own = search(Some(&fork2), "fork").await.assert_ok();
+    assert_eq!(own["hits"][0]["version"], 2, "{own}");
+    assert!(crate::search::hit_paths(&search(Some(&fork2), "parent").await.assert_ok()).is_empty());
+    let parent = search(None, "parent").await.assert_ok();
+    assert_eq!(parent["hits"][0]["version"], 1, "{parent}");
+    assert!(crate::search::hit_paths(&search(None, "fork").await.assert_ok()).is_empty());
+    h.call(Method::DELETE, &format!("{FORKS}/{fork2}"), Some(KEY_A))
+        .send()
+        .await;
+    h.delete(KEY_A, "inherited.md").await;
+
     // History, restore and diff of an inherited file.
     h.fork_put(KEY_A, &fork, "a.md", "a2").await.assert_ok();
     let restored = send(

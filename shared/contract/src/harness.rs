@@ -14,7 +14,9 @@ use workspace_core::model::Millis;
 use workspace_core::ports::{
     BodyStore, Clock, FromCommittedState, MetaStore, RandomIds, SystemClock,
 };
+use workspace_core::search::ChangeLogFeed;
 use workspace_core::secrets::SecretStore;
+use workspace_core::service::SearchWiring;
 use workspace_core::signed_url::UrlSigner;
 use workspace_core::{Limits, Scope, WorkspaceService};
 use workspace_http::auth::ApiKeys;
@@ -61,6 +63,9 @@ pub const LIMITS: Limits = Limits {
     max_versions: 3,
     max_upload_bytes: 4096,
 };
+
+/// Largest file the harness's search indexes (small, so an oversized file is cheap).
+pub const SEARCH_MAX_FILE_BYTES: u64 = 600;
 
 /// What an adapter under test provides. `guard` keeps resources (a temp dir) alive.
 pub struct Backend {
@@ -411,6 +416,16 @@ impl Harness {
             Some(e) => service.with_scope_eraser(e),
             None => service,
         };
+        // Search on every backend through the change log (the feed DynamoDB uses; the local
+        // server's outbox feed is tested through the binary in local/tests).
+        let service = service.with_search(SearchWiring {
+            indexes: Arc::new(workspace_search::LocalIndexes::in_memory()),
+            feed: Arc::new(ChangeLogFeed {
+                meta: backend.meta.clone(),
+                clock: clock.clone(),
+            }),
+            max_file_bytes: SEARCH_MAX_FILE_BYTES,
+        });
         Self {
             app: Arc::new(every_route(App::new(Arc::new(keys)).with_files(service))),
             meta: backend.meta,

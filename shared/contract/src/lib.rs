@@ -26,6 +26,7 @@ pub mod protocol;
 pub mod redaction;
 pub mod runs;
 pub mod scoped;
+pub mod search;
 pub mod sessions;
 pub mod snapshots;
 pub mod uploads;
@@ -110,6 +111,13 @@ macro_rules! contract_tests {
             scoped::scoped_keys_see_only_their_paths_in_changes_snapshots_and_runs,
             scoped::hostile_paths_never_escape_a_key_scope,
             scoped::scoped_keys_use_tools_and_memory_only_within_their_paths,
+            search::keyword_search_ranks_stems_and_shows_matching_lines,
+            search::exact_and_regex_modes_match_literally_and_stay_bounded,
+            search::search_filters_pages_and_reads_snapshots,
+            search::skipped_files_are_reported_and_secrets_are_never_found,
+            search::search_never_reaches_another_workspace_or_a_key_s_hidden_paths,
+            search::search_sees_every_acknowledged_write_delete_and_restore,
+            search::searches_racing_writers_see_every_acknowledged_write,
         );
     };
     (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {

@@ -17,6 +17,7 @@ pub mod path_scope;
 pub mod ports;
 pub mod redact;
 pub mod scope;
+pub mod search;
 pub mod secrets;
 pub mod service;
 pub mod sessions;

@@ -41,6 +41,7 @@ pub fn document_for(limits: &Limits, advertised: &Advertised) -> Value {
             "maxTtlSeconds": c.max_ttl_seconds,
         },
         "events": events(&advertised.events),
+        "search": search(),
         "mcp": mcp(advertised.public_url.as_deref()),
     });
     let mut doc = json!({
@@ -90,12 +91,31 @@ pub const MCP_TOOLS: &[&str] = &[
     "move_file",
     "edit_file",
     "grep",
+    "search",
     "memory",
     "fork_workspace",
     "fork_diff",
     "merge_fork",
     "discard_fork",
 ];
+
+/// Search (`GET /v1/host/workspace/search`, the MCP `search` tool): its modes, freshness
+/// and bounds.
+fn search() -> Value {
+    use workspace_core::search as s;
+    json!({
+        "supported": true,
+        "path": "/v1/host/workspace/search",
+        "modes": ["keyword", "exact", "regex"],
+        "consistency": ["fresh", "eventual"],
+        "fresh": "a search reflects every write, delete and restore acknowledged before it began",
+        "maxHits": s::MAX_SEARCH_LIMIT,
+        "maxQueryBytes": s::MAX_QUERY_BYTES,
+        "maxIndexedFileBytes": s::MAX_INDEXED_FILE_BYTES,
+        "maxScanBytes": s::MAX_SCAN_BYTES,
+        "maxRegexMillis": s::MAX_REGEX_MILLIS,
+    })
+}
 
 /// The MCP server: where (absolute where the public URL is known), how, which versions and
 /// tools.

@@ -24,6 +24,7 @@ pub mod routes;
 pub mod runs;
 mod scope_check;
 pub mod seams;
+pub mod search;
 pub mod serve;
 pub mod sessions;
 pub mod snapshots;

@@ -50,6 +50,8 @@ pub enum Route {
     ForkDiff,
     MergeFork,
     RebaseFork,
+    /// Ranked keyword, exact and regex search over the workspace (`workspace_core::search`).
+    Search,
     /// Run records (RFC 0059 §D): a run is a snapshot that names its workflow.
     CreateRun,
     ListRuns,
@@ -123,6 +125,7 @@ impl Route {
             self,
             Route::ListFiles
                 | Route::ListChanges
+                | Route::Search
                 | Route::GetFile
                 | Route::PutFile
                 | Route::DeleteFile
@@ -186,6 +189,12 @@ pub const ROUTES: &[RouteSpec] = &[
         pattern: "/v1/host/workspace/changes",
         route: Route::ListChanges,
         function: "list",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/v1/host/workspace/search",
+        route: Route::Search,
+        function: "search",
     },
     RouteSpec {
         method: Method::GET,

@@ -32,6 +32,8 @@ pub const LIST: Routes = &[
     (Route::ListFiles, list_files),
     (Route::ListChanges, list_changes),
 ];
+/// `search`: search over the workspace's text index.
+pub const SEARCH: Routes = &[(Route::Search, search)];
 /// `put`: writes (inline, restore, two-step upload) and erasing a past version.
 pub const PUT: Routes = &[
     (Route::PutFile, put_file),
@@ -140,6 +142,13 @@ fn list_changes(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.reader().await?;
         crate::changes::list(c.app.files()?, &who, c.parts).await
+    })
+}
+
+fn search(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.reader().await?;
+        crate::search::search(c.app.files()?, &who, c.parts).await
     })
 }
 
@@ -405,6 +414,7 @@ fn signed_blob(c: Call<'_>) -> Reply<'_> {
 pub const BY_FUNCTION: &[(&str, Routes)] = &[
     ("get", GET),
     ("list", LIST),
+    ("search", SEARCH),
     ("put", PUT),
     ("delete", DELETE),
     ("snapshots", SNAPSHOTS),

@@ -93,9 +93,10 @@ async fn an_interrupted_rollback_finishes_when_run_again() {
         .await
         .assert_ok();
 
-    // The first snapshot body is read, the second read fails: new.md is gone and a.md is
-    // back, b.md and c.md are not.
-    bodies.reads_left.store(1, Ordering::SeqCst);
+    // The first snapshot body is read (and a.md, once restored, read again by the search
+    // index after its commit), the next read fails: new.md is gone and a.md is back, b.md
+    // and c.md are not.
+    bodies.reads_left.store(2, Ordering::SeqCst);
     bodies.armed.store(true, Ordering::SeqCst);
     let uri = format!("/v1/host/workspace/snapshots/{snap}/restore");
     let failed = h

@@ -131,6 +131,19 @@ mod dynamodb {
             Ok(services::cache(&self.settings, table, self.secrets()?))
         }
 
+        /// Search on Lambda: each instance keeps its indexes in `/tmp` (built from the
+        /// store on first use, then caught up from the change log before every answer).
+        #[cfg(feature = "search")]
+        pub fn search(&self) -> Result<workspace_core::service::SearchWiring, String> {
+            services::search(
+                Some(std::env::temp_dir().join("workspace-search")),
+                Arc::new(workspace_core::search::ChangeLogFeed {
+                    meta: self.meta()?,
+                    clock: Arc::new(workspace_core::ports::SystemClock),
+                }),
+            )
+        }
+
         /// The file service of a function that touches DynamoDB only (`list`, `delete`,
         /// `snapshots`): no body store and no secrets, since nothing it serves reads a body
         /// or writes content.

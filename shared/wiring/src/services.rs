@@ -84,3 +84,22 @@ pub fn scope_eraser(
 ) -> Arc<dyn workspace_core::ports::ScopeEraser> {
     Arc::new(workspace_core::sessions::lifecycle::ScopeData { store, erasers })
 }
+
+/// Search over indexes kept in `dir` (or in memory when `None`), caught up from `feed`: the
+/// embedded store's outbox locally, the change log on DynamoDB.
+#[cfg(feature = "search")]
+pub fn search(
+    dir: Option<std::path::PathBuf>,
+    feed: Arc<dyn workspace_core::search::ChangeFeed>,
+) -> Result<workspace_core::service::SearchWiring, String> {
+    use workspace_search::LocalIndexes;
+    let indexes = match dir {
+        Some(d) => LocalIndexes::in_dir(d).map_err(|e| e.to_string())?,
+        None => LocalIndexes::in_memory(),
+    };
+    Ok(workspace_core::service::SearchWiring {
+        indexes: Arc::new(indexes),
+        feed,
+        max_file_bytes: workspace_core::search::MAX_INDEXED_FILE_BYTES,
+    })
+}

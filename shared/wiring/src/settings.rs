@@ -116,6 +116,9 @@ pub struct LocalSettings {
     /// `OPENWOP_TEST_SEAM_ENABLED=true` (exactly): serve the openwop conformance test seams
     /// (`/v1/host/sample/...`, which act as any owner named in the body). Off otherwise.
     pub test_seams: bool,
+    /// `WORKSPACE_SEARCH=off` (exactly): keep no search index (each commit then skips
+    /// indexing; `GET /v1/host/workspace/search` and the MCP `search` tool answer 501).
+    pub search: bool,
 }
 
 /// JWT claim names the Lambda functions read identity from.
@@ -255,6 +258,7 @@ impl Settings {
                 )?,
                 webhooks: get("WORKSPACE_WEBHOOKS"),
                 test_seams: get("OPENWOP_TEST_SEAM_ENABLED").as_deref() == Some("true"),
+                search: get("WORKSPACE_SEARCH").as_deref() != Some("off"),
             },
         })
     }

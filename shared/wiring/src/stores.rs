@@ -33,9 +33,39 @@ pub struct Stores {
     /// The outbox of `workspace.updated`, where the store keeps one (the embedded store;
     /// on AWS events come from the table's stream).
     pub events: Option<Arc<dyn EventLog>>,
+    /// The search indexes beside the embedded store (also among `erasers`, so a deleted
+    /// workspace's index goes with it); `None` on AWS or with `WORKSPACE_SEARCH=off`.
+    pub indexes: Option<Arc<workspace_search::LocalIndexes>>,
 }
 
 impl Stores {
+    /// Search over these stores: on the embedded store, indexes in `<data dir>/search`
+    /// caught up from its outbox (exact, so every commit's catch-up reads only new events);
+    /// on AWS, indexes in memory caught up from the change log.
+    /// `None` with `WORKSPACE_SEARCH=off`.
+    pub fn search(
+        &self,
+        s: &Settings,
+    ) -> Result<Option<workspace_core::service::SearchWiring>, String> {
+        use workspace_core::search::{ChangeLogFeed, OutboxFeed};
+        if !s.local.search {
+            return Ok(None);
+        }
+        match &self.events {
+            Some(log) => {
+                crate::services::search(Some(search_dir(s)), Arc::new(OutboxFeed(log.clone())))
+            }
+            None => crate::services::search(
+                None,
+                Arc::new(ChangeLogFeed {
+                    meta: self.meta.clone(),
+                    clock: Arc::new(workspace_core::ports::SystemClock),
+                }),
+            ),
+        }
+        .map(Some)
+    }
+
     /// Opens the backend the settings name.
     pub async fn open(s: &Settings) -> Result<Self, String> {
         match s.local.backend {
@@ -52,6 +82,17 @@ pub fn embedded(s: &Settings) -> Result<Stores, String> {
     use workspace_store_embedded::EmbeddedStore;
     let dir = &s.local.data_dir;
     let store = Arc::new(EmbeddedStore::open(dir).map_err(|e| e.to_string())?);
+    let indexes = if s.local.search {
+        Some(Arc::new(
+            workspace_search::LocalIndexes::in_dir(search_dir(s)).map_err(|e| e.to_string())?,
+        ))
+    } else {
+        None
+    };
+    let mut erasers: Vec<Arc<dyn BodyEraser>> = vec![store.clone()];
+    if let Some(i) = &indexes {
+        erasers.push(i.clone());
+    }
     Ok(Stores {
         meta: store.clone(),
         bodies: store.clone(),
@@ -61,11 +102,12 @@ pub fn embedded(s: &Settings) -> Result<Stores, String> {
         blobs: Some(store.clone()),
         sessions: store.clone(),
         // Blobs and cache entries live in the same database: the store erases them too.
-        erasers: vec![store.clone()],
+        erasers,
         place: dir.display().to_string(),
         signs_urls: true,
         inventory: Some(store.clone()),
         events: Some(store),
+        indexes,
     })
 }
 
@@ -86,5 +128,12 @@ pub async fn aws(s: &Settings) -> Result<Stores, String> {
         signs_urls: false,
         inventory: None,
         events: None,
+        indexes: None,
     })
+}
+
+/// Where the embedded store's search indexes live: beside its database, rebuilt from it
+/// when missing (`workspace-local reindex` removes them).
+pub fn search_dir(s: &Settings) -> std::path::PathBuf {
+    s.local.data_dir.join("search")
 }

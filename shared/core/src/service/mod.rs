@@ -54,6 +54,7 @@ mod pins;
 mod read;
 mod restore;
 mod runs;
+mod search;
 mod snapshots;
 pub mod sweep;
 mod uploads;
@@ -69,6 +70,7 @@ pub use history::{Diff, VersionPage};
 pub use local_urls::{SIGNED_BODY_PREFIX, SIGNED_UPLOAD_PREFIX};
 pub use restore::{RestoreReport, RestoreRequest, Since, MAX_RESTORE_GLOBS};
 pub use runs::{RunPage, MAX_RUNS_PAGE, MAX_WORKFLOW_ID_LEN, RUN_ID_PREFIX};
+pub use search::{IndexReport, SearchHit, SearchPage, SearchRequest, SearchWiring};
 pub use snapshots::{
     SnapshotOptions, DEFAULT_SNAPSHOT_TTL_MS, MAX_SNAPSHOTS_PAGE, MAX_SNAPSHOT_RECORD_BYTES,
     SNAPSHOT_ID_PREFIX,
@@ -132,6 +134,8 @@ pub struct WorkspaceService {
         std::sync::Mutex<std::collections::HashMap<TenantId, (Vec<RegisteredSecret>, u64)>>,
     /// Where the memory tool's `/memories` lives in the workspace (`crate::memory`).
     memory_prefix: String,
+    /// The text indexes `search` answers from (`crate::search`), where configured.
+    search: Option<SearchWiring>,
 }
 
 /// The live head, if the path has one.
@@ -260,6 +264,7 @@ impl WorkspaceService {
             token_key: crate::sessions::token::TokenKey::random(),
             secrets_cache: std::sync::Mutex::default(),
             memory_prefix: crate::memory::DEFAULT_MEMORY_PREFIX.to_owned(),
+            search: None,
         }
     }
 
@@ -433,6 +438,7 @@ impl WorkspaceService {
         if let Err(e) = self.events.publish(event).await {
             tracing::warn!(error = %e, path = %path, "event publish failed after commit");
         }
+        self.refresh_index(&who.scope).await;
     }
 
     async fn discard_body(&self, body: &BodyRef) {

@@ -410,6 +410,51 @@ fn schemas() -> Value {
                 "unchanged": { "type": "array", "items": { "type": "string" } },
             },
         },
+        "SearchResults": {
+            "type": "object",
+            "required": ["hits", "index"],
+            "properties": {
+                "hits": { "type": "array", "items": {
+                    "type": "object",
+                    "required": ["path", "version", "etag", "score", "lines"],
+                    "properties": {
+                        "path": { "type": "string" },
+                        "version": { "type": "integer" },
+                        "etag": { "type": "string" },
+                        "score": { "type": "number" },
+                        "lines": { "type": "array", "items": {
+                            "type": "object",
+                            "required": ["line", "text", "ranges"],
+                            "properties": {
+                                "line": { "type": "integer", "minimum": 1 },
+                                "text": { "type": "string" },
+                                "ranges": { "type": "array", "items": {
+                                    "type": "array", "items": { "type": "integer", "minimum": 0 },
+                                    "minItems": 2, "maxItems": 2,
+                                } },
+                            },
+                        } },
+                    },
+                } },
+                "index": {
+                    "type": "object",
+                    "required": ["mode", "indexed", "total", "pending", "consistency"],
+                    "properties": {
+                        "mode": { "type": "string", "enum": ["keyword", "exact", "regex"] },
+                        "indexed": { "type": "integer" },
+                        "total": { "type": "integer" },
+                        "skipped": { "type": "array", "items": {
+                            "type": "object",
+                            "required": ["path", "reason"],
+                            "properties": { "path": { "type": "string" }, "reason": { "type": "string" } },
+                        } },
+                        "pending": { "type": "integer" },
+                        "consistency": { "type": "string", "enum": ["fresh", "eventual"] },
+                    },
+                },
+                "nextToken": { "type": "string" },
+            },
+        },
         "ChangeList": {
             "type": "object",
             "required": ["changes"],
@@ -630,7 +675,7 @@ fn schemas() -> Value {
         "Discovery": {
             "type": "object",
             "required": ["protocol", "service", "version"],
-            "description": "openwop discovery: the families this deployment provides (workspace, blobStorage, cache, events, mcp) and their limits.",
+            "description": "openwop discovery: the families this deployment provides (workspace, blobStorage, cache, events, search, mcp) and their limits.",
             "properties": {
                 "protocol": { "const": "openwop" },
                 "service": { "type": "string" },

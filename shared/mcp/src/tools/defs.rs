@@ -120,6 +120,19 @@ pub fn definitions() -> Vec<Value> {
             &["pattern"],
         ),
         tool(
+            "search",
+            "Find the files that best match a query, ranked: keyword (words, any form: 'deploying' finds 'deploy'; the default), exact (a literal substring, punctuation included) or regex. Sees every write already made. Answers each hit as path@version with its matching lines.",
+            json!({
+                "query": { "type": "string", "description": "Words to look for (keyword), the exact text (exact), or a regular expression (regex)" },
+                "mode": { "type": "string", "enum": ["keyword", "exact", "regex"], "description": "How to read the query (default keyword)" },
+                "path": { "type": "string", "description": "Directory to search (default: the whole workspace). ".to_owned() + PATH_HELP },
+                "glob": { "type": "string", "description": "Only files whose path below 'path' matches this glob, e.g. **/*.md" },
+                "ignore_case": { "type": "boolean", "description": "exact and regex: ignore case (default false)" },
+                "max_results": { "type": "number", "description": "Most files to return (default 100, at most 100)" },
+            }),
+            &["query"],
+        ),
+        tool(
             "memory",
             "Claude's memory tool (memory_20250818) on this workspace's /memories directory: the same commands, parameters and answers. Memories are workspace files under the memory prefix, versioned like every file.",
             json!({

@@ -152,6 +152,7 @@ pub async fn call(ws: &Workspace<'_>, name: &str, args: &Map<String, Value>) -> 
         "get_file_info" => read::get_file_info(ws, args).await,
         "search_files" => search::search_files(ws, args).await,
         "grep" => search::grep(ws, args).await,
+        "search" => search::search(ws, args).await,
         "memory" => memory(ws, args).await,
         "write_file" => write::write_file(ws, args).await,
         "create_directory" => write::create_directory(ws, args).await,

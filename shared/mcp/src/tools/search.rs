@@ -179,3 +179,83 @@ pub async fn grep(ws: &Workspace<'_>, a: &Args) -> Outcome {
         truncated_note(total, hits.len())
     )))
 }
+
+/// `search`: the workspace's ranked search (`workspace_core::search`), fresh as of the
+/// call; each hit as `path@version` with its matching lines.
+pub async fn search(ws: &Workspace<'_>, a: &Args) -> Outcome {
+    use workspace_core::search::{Mode, MAX_SEARCH_LIMIT};
+    use workspace_core::service::SearchRequest;
+    require_read(ws)?;
+    let query = args::string(a, "query")?;
+    let shown = args::opt_string(a, "path")?.unwrap_or("/workspace");
+    let mode = match args::opt_string(a, "mode")? {
+        None => Mode::Keyword,
+        Some(m) => Mode::parse(m)
+            .ok_or_else(|| fail(format!("'mode' must be keyword, exact or regex, not '{m}'")))?,
+    };
+    let max = max_results(a)?.min(MAX_SEARCH_LIMIT);
+    let dir = target(shown)?;
+    let prefix = dir.dir_prefix();
+    // The glob is relative to 'path', as grep's is.
+    let glob = match args::opt_string(a, "glob")? {
+        Some(g) if pattern_escapes(g) => return Err(ToolOutput::error(ACCESS_DENIED)),
+        Some(g) => Some(format!("{prefix}{g}")),
+        None => None,
+    };
+    let request = SearchRequest {
+        q: query.to_owned(),
+        mode,
+        ignore_case: args::opt_bool(a, "ignore_case")?.unwrap_or(false),
+        prefix: workspace_core::PathPrefix::parse(&prefix).map_err(|e| from_domain(e, shown))?,
+        glob,
+        limit: Some(max),
+        ..SearchRequest::default()
+    };
+    let page = ws
+        .service
+        .search(ws.who, &request)
+        .await
+        .map_err(|e| from_domain(e, shown))?;
+    let ix = &page.index;
+    let coverage = format!(
+        "{} of {} files indexed{}",
+        ix.indexed,
+        ix.total,
+        if ix.skipped.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; not searched: {}",
+                ix.skipped
+                    .iter()
+                    .map(|s| format!("{} ({})", s.path, s.reason))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    );
+    if page.hits.is_empty() {
+        return Ok(ToolOutput::ok(format!(
+            "No matches found for '{query}' in {shown} ({coverage})"
+        )));
+    }
+    let mut out = format!(
+        "Found {} file(s) for '{query}', best first ({coverage}). Read a hit at exactly this version with read_file, or edit it with expected_version:\n",
+        page.hits.len()
+    );
+    for hit in &page.hits {
+        out.push_str(&format!(
+            "\n{}@{} (score {:.2})\n",
+            hit.path, hit.version, hit.score
+        ));
+        for line in &hit.lines {
+            out.push_str(&format!("  {}: {}\n", line.line, line.text));
+        }
+    }
+    if page.next_offset.is_some() {
+        out.push_str(&format!(
+            "\n(more files match; showing the best {max}: raise max_results (up to {MAX_SEARCH_LIMIT}) or narrow with path or glob)"
+        ));
+    }
+    Ok(ToolOutput::ok(out.trim_end().to_owned()))
+}

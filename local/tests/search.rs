@@ -1,0 +1,110 @@
+//! Search on the local server: the index beside the embedded store follows every commit
+//! through the store's outbox, survives restarts, catches up on changes it missed, is
+//! rebuilt when corrupt or removed, and `workspace-local reindex` rebuilds it.
+
+mod common;
+
+use common::Server;
+use reqwest::Client;
+use serde_json::Value;
+use std::path::Path;
+
+async fn search(c: &Client, s: &Server, key: &str, q: &str) -> Value {
+    let r = c
+        .get(s.url(&format!("/v1/host/workspace/search?q={q}")))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
+}
+
+fn paths(answer: &Value) -> Vec<String> {
+    let mut p: Vec<String> = answer["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| format!("{}@{}", h["path"].as_str().unwrap(), h["version"]))
+        .collect();
+    p.sort();
+    p
+}
+
+async fn put(c: &Client, s: &Server, key: &str, path: &str, text: &str) {
+    let r = common::put_content(
+        c,
+        s.url(&format!("/v1/host/workspace/files/{path}")),
+        key,
+        text,
+    )
+    .await;
+    assert!(r.status().is_success());
+}
+
+fn index_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir.join("search"))
+        .map(|d| {
+            d.map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_index_follows_commits_across_restarts_and_rebuilds() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Client::new();
+    let mut s = Server::start(dir.path(), &[]).await;
+    let key = s.generated_key();
+    put(&c, &s, &key, "a.md", "apples in a").await;
+    assert_eq!(paths(&search(&c, &s, &key, "apples").await), ["a.md@1"]);
+    let files = index_files(dir.path());
+    assert_eq!(
+        files.len(),
+        1,
+        "one index file per workspace, beside the store"
+    );
+    s.terminate();
+
+    // An index that missed changes (an old copy) catches up from the outbox.
+    let stale = dir.path().join("stale.sqlite");
+    std::fs::copy(&files[0], &stale).unwrap();
+    let mut s = Server::start(dir.path(), &[]).await;
+    put(&c, &s, &key, "b.md", "apples in b").await;
+    put(&c, &s, &key, "a.md", "pears now").await;
+    s.terminate();
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", files[0].display()));
+    }
+    std::fs::copy(&stale, &files[0]).unwrap();
+    let mut s = Server::start(dir.path(), &[]).await;
+    assert_eq!(paths(&search(&c, &s, &key, "apples").await), ["b.md@1"]);
+    assert_eq!(paths(&search(&c, &s, &key, "pears").await), ["a.md@2"]);
+    s.terminate();
+
+    // A corrupt index is rebuilt from the store.
+    std::fs::write(&files[0], b"this is not a database").unwrap();
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", files[0].display()));
+    }
+    let mut s = Server::start(dir.path(), &[]).await;
+    assert_eq!(paths(&search(&c, &s, &key, "apples").await), ["b.md@1"]);
+    s.terminate();
+
+    // `reindex` rebuilds one workspace now, or removes every index.
+    let (status, out, err) = common::run_args(
+        dir.path(),
+        &[],
+        &["reindex", "--tenant", "local", "--workspace", "default"],
+    );
+    assert!(status.success(), "{err}");
+    assert_eq!(out.trim(), "reindexed local/default: 2 files");
+    let (status, out, err) = common::run_args(dir.path(), &[], &["reindex"]);
+    assert!(status.success(), "{err}");
+    assert!(out.contains("removed every search index"), "{out}");
+    assert!(index_files(dir.path()).is_empty());
+    let s = Server::start(dir.path(), &[]).await;
+    assert_eq!(paths(&search(&c, &s, &key, "apples").await), ["b.md@1"]);
+}

@@ -1,0 +1,161 @@
+//! Search over a workspace's files: ranked keyword search (words, stemming, BM25), exact
+//! substring search and bounded regular expressions, answered from a per-workspace text
+//! index that is brought up to date before every answer (`catch_up` in
+//! `service::search`), so a search sees every acknowledged write.
+//!
+//! The parts:
+//! - [`TextIndex`]: one workspace's index (the engine, `workspace-search`, is SQLite FTS5);
+//!   it records, for each live file, the version and etag it indexed, or why it skipped it.
+//! - [`SearchIndexes`]: where the indexes live (beside the embedded store, in memory).
+//! - [`ChangeFeed`]: what changed in a workspace since a position, so catching up reads only
+//!   the paths that changed (the embedded store's outbox; the change log on DynamoDB).
+//! - [`lines`]: the matching lines of a hit and the byte ranges that matched.
+
+mod feed;
+pub mod lines;
+
+pub use feed::{ChangeFeed, ChangeLogFeed, FeedPage, OutboxFeed};
+
+use crate::error::Result;
+use crate::scope::Scope;
+use async_trait::async_trait;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// Hits in one page of a search, by default and at most.
+pub const DEFAULT_SEARCH_LIMIT: usize = 20;
+pub const MAX_SEARCH_LIMIT: usize = 100;
+/// Longest query, in bytes.
+pub const MAX_QUERY_BYTES: usize = 1024;
+/// Most words a keyword query may hold.
+pub const MAX_QUERY_WORDS: usize = 32;
+/// Largest file whose text is indexed; a larger one is listed as skipped.
+pub const MAX_INDEXED_FILE_BYTES: u64 = 1 << 20;
+/// Bytes of text one search may scan (a regex, or an exact needle too short for the
+/// trigram index): past it the search stops with a clear error.
+pub const MAX_SCAN_BYTES: u64 = 64 << 20;
+/// How long a regex search may run before it stops with a clear error.
+pub const MAX_REGEX_MILLIS: u64 = 2_000;
+/// Largest compiled regex program (the `regex` crate's size limit).
+pub const MAX_REGEX_PROGRAM_BYTES: usize = 1 << 20;
+/// Matching lines shown per hit, and the longest line shown (longer lines are cut).
+pub const MAX_LINES_PER_HIT: usize = 5;
+pub const MAX_LINE_CHARS: usize = 400;
+/// Skipped files named in one answer (the count is always complete).
+pub const MAX_SKIPPED_LISTED: usize = 100;
+/// Changes one catch-up applies from the feed before rebuilding the index instead.
+pub const MAX_CATCH_UP_PATHS: usize = 20_000;
+
+/// How the query is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Words, stemmed, ranked by BM25 (any word may match; files with more of the rarer
+    /// words rank first).
+    #[default]
+    Keyword,
+    /// The literal substring, any characters.
+    Exact,
+    /// A regular expression (the `regex` crate's syntax), bounded in bytes and time.
+    Regex,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "keyword" => Some(Mode::Keyword),
+            "exact" => Some(Mode::Exact),
+            "regex" => Some(Mode::Regex),
+            _ => None,
+        }
+    }
+}
+
+/// What the index holds for one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedFile {
+    pub version: u64,
+    pub etag: String,
+    /// Why its text is not indexed (binary, too large), if it is not.
+    pub skipped: Option<String>,
+}
+
+/// A file the index holds no text of, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+/// One file a keyword query matched, best first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    pub path: String,
+    pub version: u64,
+    pub etag: String,
+    /// Higher is better (BM25, sign flipped).
+    pub score: f64,
+}
+
+/// One workspace's text index. Calls are synchronous and fast (an embedded database);
+/// the service holds the index's lock for a whole catch-up and query.
+pub trait TextIndex: Send {
+    /// The feed position the index is current to (`None`: never built).
+    fn cursor(&self) -> Result<Option<String>>;
+    fn set_cursor(&mut self, cursor: &str) -> Result<()>;
+    /// What the index holds for `path`.
+    fn file(&self, path: &str) -> Result<Option<IndexedFile>>;
+    /// Records `path` at `file`, with its text unless it is skipped.
+    fn put(&mut self, path: &str, file: &IndexedFile, text: Option<&str>) -> Result<()>;
+    fn remove(&mut self, path: &str) -> Result<()>;
+    /// Forgets every file and the cursor.
+    fn clear(&mut self) -> Result<()>;
+    /// Groups the following changes into one write (`commit` ends it).
+    fn begin(&mut self) -> Result<()>;
+    fn commit(&mut self) -> Result<()>;
+    /// Every file under `prefix`, in path order, with whether its text is indexed.
+    fn files(&self, prefix: &str) -> Result<Vec<(String, IndexedFile)>>;
+    /// Under `prefix`: how many files have their text indexed, how many files there are,
+    /// and the first `max_skipped` skipped ones (in path order).
+    fn counts(&self, prefix: &str, max_skipped: usize) -> Result<(u64, u64, Vec<Skipped>)>;
+    /// Files under `prefix` matching any of `words` (stemmed), best first; the best `max`
+    /// only, when given.
+    fn keyword(&self, words: &[String], prefix: &str, max: Option<usize>) -> Result<Vec<Ranked>>;
+    /// The byte ranges in `path`'s text where `words` matched (as `keyword` matched them).
+    fn keyword_ranges(&self, path: &str, words: &[String]) -> Result<Vec<(usize, usize)>>;
+    /// Files under `prefix` whose text may contain `needle` (ignoring case), from the
+    /// trigram index; `None` when the needle is too short for it (then every file is a
+    /// candidate).
+    fn substring_candidates(&self, needle: &str, prefix: &str) -> Result<Option<Vec<String>>>;
+    /// The indexed text of `path`.
+    fn text(&self, path: &str) -> Result<Option<(IndexedFile, String)>>;
+}
+
+/// A shared, locked index.
+pub type IndexHandle = Arc<tokio::sync::Mutex<Box<dyn TextIndex>>>;
+
+/// Where workspaces' indexes live.
+#[async_trait]
+pub trait SearchIndexes: Send + Sync {
+    /// The scope's index (created empty when it has none).
+    async fn open(&self, scope: &Scope) -> Result<IndexHandle>;
+    /// A throwaway index in memory (a snapshot's search).
+    fn scratch(&self) -> Result<Box<dyn TextIndex>>;
+    /// Forgets the scope's index (it is rebuilt when next needed).
+    async fn forget(&self, scope: &Scope) -> Result<()>;
+}
+
+/// Why a file's text is not indexed, from its size (against `max` bytes) and bytes.
+pub fn skip_reason(size: u64, max: u64, bytes: Option<&[u8]>) -> Option<String> {
+    if size > max {
+        return Some(format!(
+            "too large: {size} bytes, over the {max} bytes indexed per file"
+        ));
+    }
+    match bytes {
+        Some(b) if b.contains(&0) || std::str::from_utf8(b).is_err() => {
+            Some("binary: not UTF-8 text".to_owned())
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,637 @@
+//! `search`: ranked keyword, exact and regex search over the workspace's live files (or a
+//! snapshot's), from the workspace's text index (`crate::search`).
+//!
+//! Freshness: before it answers, a search brings the index up to date with the change
+//! feed (the paths changed since the index's cursor: each is read as it is now and indexed
+//! again, or removed), all under the index's lock. Every change acknowledged before the
+//! search began is in the feed, so the answer reflects it; each hit names the version the
+//! index read, which was current at some instant during the search. Commits also catch the
+//! index up right after they land (`refresh_index`), so a search usually finds nothing to
+//! apply. `consistency=eventual` skips the catch-up and reports how many changed paths
+//! the index has not applied yet.
+
+use super::*;
+use crate::search::lines::{matching_lines, LineMatch};
+use crate::search::{
+    skip_reason, ChangeFeed, IndexedFile, Mode, SearchIndexes, Skipped, TextIndex,
+    DEFAULT_SEARCH_LIMIT, MAX_CATCH_UP_PATHS, MAX_QUERY_BYTES, MAX_QUERY_WORDS, MAX_REGEX_MILLIS,
+    MAX_REGEX_PROGRAM_BYTES, MAX_SCAN_BYTES, MAX_SEARCH_LIMIT, MAX_SKIPPED_LISTED,
+};
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+/// Where this deployment keeps its indexes, and where it learns what changed.
+#[derive(Clone)]
+pub struct SearchWiring {
+    pub indexes: Arc<dyn SearchIndexes>,
+    pub feed: Arc<dyn ChangeFeed>,
+    /// Largest file whose text is indexed (normally
+    /// [`crate::search::MAX_INDEXED_FILE_BYTES`]).
+    pub max_file_bytes: u64,
+}
+
+/// One search, as the HTTP layer and the MCP tool hand it over.
+#[derive(Debug, Clone, Default)]
+pub struct SearchRequest {
+    pub q: String,
+    pub mode: Mode,
+    pub ignore_case: bool,
+    pub prefix: PathPrefix,
+    /// A glob over the whole path (`*` within a segment, `**` across).
+    pub glob: Option<String>,
+    pub limit: Option<usize>,
+    /// Hits already returned by earlier pages.
+    pub offset: usize,
+    /// Search exactly this snapshot's state.
+    pub snapshot: Option<String>,
+    /// Skip the catch-up (answer from the index as it is).
+    pub eventual: bool,
+}
+
+/// One file that matched, at the exact version the index read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    pub path: String,
+    pub version: u64,
+    pub etag: String,
+    pub score: f64,
+    pub lines: Vec<LineMatch>,
+}
+
+/// How complete the answer is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexReport {
+    pub mode: Mode,
+    /// Files under the prefix whose text is indexed.
+    pub indexed: u64,
+    /// Files under the prefix (indexed or skipped).
+    pub total: u64,
+    /// Files whose text is not searched, and why (at most [`MAX_SKIPPED_LISTED`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+    /// Changed paths the index had not applied when the search began: applied by this
+    /// search (`fresh`), or left out of it (`eventual`).
+    pub pending: u64,
+    pub consistency: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchPage {
+    pub hits: Vec<SearchHit>,
+    pub index: IndexReport,
+    /// The offset of the next page, when there is one.
+    pub next_offset: Option<usize>,
+}
+
+/// A validated request, ready to run against an index.
+struct Plan {
+    mode: Mode,
+    /// Keyword mode: the query's words.
+    words: Vec<String>,
+    /// Exact and regex modes: the matcher.
+    matcher: Option<regex::Regex>,
+    /// Exact mode: the literal.
+    needle: String,
+    prefix: String,
+    glob: Option<globset::GlobMatcher>,
+    limit: usize,
+    offset: usize,
+}
+
+fn bad(msg: impl Into<String>) -> WorkspaceError {
+    WorkspaceError::validation(msg)
+}
+
+/// The words of a keyword query: runs of letters and digits.
+fn words_of(q: &str) -> Vec<String> {
+    q.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+impl Plan {
+    fn new(req: &SearchRequest) -> Result<Plan> {
+        if req.q.is_empty() {
+            return Err(bad("q is required: the text to search for"));
+        }
+        if req.q.len() > MAX_QUERY_BYTES {
+            return Err(bad(format!("q is over {MAX_QUERY_BYTES} bytes")));
+        }
+        if req.q.contains('\0') {
+            return Err(bad("q must not contain NUL (no indexed text holds one)"));
+        }
+        let limit = crate::limits::page_limit(req.limit, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT)?;
+        let glob = req
+            .glob
+            .as_deref()
+            .map(|g| {
+                globset::GlobBuilder::new(g)
+                    .literal_separator(true)
+                    .backslash_escape(false)
+                    .build()
+                    .map(|g| g.compile_matcher())
+                    .map_err(|e| {
+                        bad(format!(
+                            "glob '{}' is not a valid glob: {e}",
+                            g.escape_debug()
+                        ))
+                    })
+            })
+            .transpose()?;
+        let mut plan = Plan {
+            mode: req.mode,
+            words: Vec::new(),
+            matcher: None,
+            needle: String::new(),
+            prefix: req.prefix.as_str().to_owned(),
+            glob,
+            limit,
+            offset: req.offset,
+        };
+        match req.mode {
+            Mode::Keyword => {
+                plan.words = words_of(&req.q);
+                if plan.words.is_empty() {
+                    return Err(bad(
+                        "q has no words to search for (letters or digits); use mode=exact for punctuation",
+                    ));
+                }
+                if plan.words.len() > MAX_QUERY_WORDS {
+                    return Err(bad(format!("q has over {MAX_QUERY_WORDS} words")));
+                }
+            }
+            Mode::Exact => {
+                plan.needle = req.q.clone();
+                plan.matcher = Some(compile(&regex::escape(&req.q), req.ignore_case)?);
+            }
+            Mode::Regex => plan.matcher = Some(compile(&req.q, req.ignore_case)?),
+        }
+        Ok(plan)
+    }
+
+    fn admits(&self, who: &Identity, path: &str) -> bool {
+        who.paths.can_read(path) && self.glob.as_ref().is_none_or(|g| g.is_match(path))
+    }
+}
+
+fn compile(pattern: &str, ignore_case: bool) -> Result<regex::Regex> {
+    regex::RegexBuilder::new(pattern)
+        .case_insensitive(ignore_case)
+        .size_limit(MAX_REGEX_PROGRAM_BYTES)
+        .build()
+        .map_err(|e| bad(format!("q is not a valid regular expression: {e}")))
+}
+
+impl WorkspaceService {
+    /// Indexes each workspace's files and answers `search` (without it, `search` is 501).
+    pub fn with_search(mut self, wiring: impl Into<Option<SearchWiring>>) -> Self {
+        self.search = wiring.into();
+        self
+    }
+
+    fn search_wiring(&self) -> Result<&SearchWiring> {
+        self.search.as_ref().ok_or_else(|| {
+            WorkspaceError::NotProvided("search is not configured on this deployment".into())
+        })
+    }
+
+    /// One page of hits for `req`, best first.
+    pub async fn search(&self, who: &Identity, req: &SearchRequest) -> Result<SearchPage> {
+        let plan = Plan::new(req)?;
+        let wiring = self.search_wiring()?;
+        if let Some(id) = &req.snapshot {
+            let snapshot = self.get_snapshot(who, id).await?;
+            let mut index = wiring.indexes.scratch()?;
+            index.begin()?;
+            // A snapshot's throwaway index holds at most MAX_SCAN_BYTES of text.
+            let mut budget = MAX_SCAN_BYTES;
+            for file in snapshot.files.iter().filter(|f| !f.erased) {
+                let over_budget = file.size > budget;
+                let bytes = if file.size > wiring.max_file_bytes || over_budget {
+                    None
+                } else {
+                    budget -= file.size;
+                    Some(self.snapshot_bytes(&who.scope, id, file).await?)
+                };
+                let skipped = skip_reason(file.size, wiring.max_file_bytes, bytes.as_deref())
+                    .or_else(|| {
+                        over_budget.then(|| {
+                            format!("over the {MAX_SCAN_BYTES} bytes a snapshot search indexes")
+                        })
+                    });
+                let text = bytes
+                    .as_deref()
+                    .filter(|_| skipped.is_none())
+                    .and_then(|b| std::str::from_utf8(b).ok());
+                let entry = IndexedFile {
+                    version: file.version,
+                    etag: file.etag.clone(),
+                    skipped,
+                };
+                index.put(&file.path, &entry, text)?;
+            }
+            index.commit()?;
+            // Exact already: a snapshot never changes.
+            return self.run(&plan, who, &*index, 0, "fresh");
+        }
+        let handle = wiring.indexes.open(&who.scope).await?;
+        let mut index = handle.lock().await;
+        let (pending, consistency) = if req.eventual {
+            let cursor = index.cursor()?;
+            (
+                self.unapplied(&who.scope, cursor, &*wiring.feed).await?,
+                "eventual",
+            )
+        } else {
+            let applied = self
+                .catch_up(&who.scope, &mut **index, &*wiring.feed)
+                .await?;
+            (applied, "fresh")
+        };
+        self.verified(&plan, who, &mut **index, pending, consistency)
+            .await
+    }
+
+    /// Runs `plan`, then checks each hit against its head: a hit whose file changed or went
+    /// since the index read it (a write racing the search, or an index that missed an
+    /// erasure) is indexed again and the query runs again, so no hit ever names a version
+    /// that is not the file's current one at the check.
+    async fn verified(
+        &self,
+        plan: &Plan,
+        who: &Identity,
+        index: &mut dyn TextIndex,
+        pending: u64,
+        consistency: &'static str,
+    ) -> Result<SearchPage> {
+        const ROUNDS: usize = 3;
+        let mut round = 0;
+        loop {
+            round += 1;
+            let mut page = self.run(plan, who, &*index, pending, consistency)?;
+            let mut stale = Vec::new();
+            for hit in &page.hits {
+                let path = FilePath::parse(&hit.path)?;
+                let head = self.meta.head(&who.scope, &path).await?;
+                if live(&head).is_none_or(|h| h.etag != hit.etag) {
+                    stale.push((hit.path.clone(), head));
+                }
+            }
+            // Past the last round (a file rewritten faster than it can be searched), a
+            // stale hit is left out rather than answered.
+            if stale.is_empty() || round == ROUNDS {
+                page.hits
+                    .retain(|h| !stale.iter().any(|(p, _)| *p == h.path));
+                return Ok(page);
+            }
+            index.begin()?;
+            for (path, head) in &stale {
+                self.index_head(index, path, live(head)).await?;
+            }
+            index.commit()?;
+        }
+    }
+
+    /// After a commit: bring the scope's index up to date now, so searches rarely have
+    /// anything to apply. A failure only logs; the next search catches up.
+    pub(super) async fn refresh_index(&self, scope: &Scope) {
+        let Some(wiring) = &self.search else {
+            return;
+        };
+        let result = async {
+            let handle = wiring.indexes.open(scope).await?;
+            let mut index = handle.lock().await;
+            self.catch_up(scope, &mut **index, &*wiring.feed).await
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "search index not updated after a commit; the next search catches up");
+        }
+    }
+
+    /// Rebuilds the scope's index from the store (`workspace-local reindex`).
+    pub async fn reindex(&self, scope: &Scope) -> Result<u64> {
+        let wiring = self.search_wiring()?;
+        wiring.indexes.forget(scope).await?;
+        let handle = wiring.indexes.open(scope).await?;
+        let mut index = handle.lock().await;
+        self.catch_up(scope, &mut **index, &*wiring.feed).await?;
+        Ok(index.files("")?.len() as u64)
+    }
+
+    /// What a fork's index depends on beyond its own changes: its base (a rebase or merge
+    /// moves it, changing inherited files without a change of the fork's own).
+    async fn index_generation(&self, scope: &Scope) -> Result<String> {
+        if scope.workspace.fork_parent().is_none() {
+            return Ok(String::new());
+        }
+        Ok(self
+            .forks
+            .fork_record(scope)
+            .await?
+            .map(|(_, r)| r.base_snapshot)
+            .unwrap_or_default())
+    }
+
+    /// Applies every change the feed has after the index's cursor (or rebuilds the index
+    /// when it has none, the feed no longer reaches back, or a fork's base moved). Returns
+    /// how many paths it applied.
+    async fn catch_up(
+        &self,
+        scope: &Scope,
+        index: &mut dyn TextIndex,
+        feed: &dyn ChangeFeed,
+    ) -> Result<u64> {
+        let generation = self.index_generation(scope).await?;
+        let mut applied = 0u64;
+        loop {
+            let position = match index.cursor()?.and_then(|c| {
+                c.split_once('|')
+                    .filter(|(g, _)| *g == generation)
+                    .map(|(_, p)| p.to_owned())
+            }) {
+                Some(p) => p,
+                None => return self.rebuild_index(scope, index, feed, &generation).await,
+            };
+            let Some(page) = feed.since(scope, &position, 1000).await? else {
+                return self.rebuild_index(scope, index, feed, &generation).await;
+            };
+            index.begin()?;
+            for path in &page.paths {
+                let Ok(p) = FilePath::parse(path) else {
+                    continue;
+                };
+                let head = self.meta.head(scope, &p).await?;
+                self.index_head(index, path, head.as_ref().filter(|h| h.is_live()))
+                    .await?;
+                applied += 1;
+            }
+            index.set_cursor(&format!("{generation}|{}", page.cursor))?;
+            index.commit()?;
+            if !page.more || applied as usize > MAX_CATCH_UP_PATHS {
+                return Ok(applied);
+            }
+        }
+    }
+
+    /// Indexes every live file again. The feed's position is read first: changes after it
+    /// are applied again by the next catch-up (applying a path twice is harmless).
+    async fn rebuild_index(
+        &self,
+        scope: &Scope,
+        index: &mut dyn TextIndex,
+        feed: &dyn ChangeFeed,
+        generation: &str,
+    ) -> Result<u64> {
+        let position = feed.position(scope).await?;
+        index.begin()?;
+        index.clear()?;
+        let mut count = 0u64;
+        let mut after: Option<FilePath> = None;
+        loop {
+            let heads = self
+                .meta
+                .list_live(
+                    scope,
+                    &PathPrefix::default(),
+                    after.as_ref(),
+                    MAX_LIST_LIMIT,
+                )
+                .await?;
+            for h in &heads {
+                self.index_head(index, &h.path, Some(h)).await?;
+                count += 1;
+            }
+            if heads.len() < MAX_LIST_LIMIT {
+                break;
+            }
+            after = heads.last().and_then(|h| FilePath::parse(&h.path).ok());
+        }
+        index.set_cursor(&format!("{generation}|{position}"))?;
+        index.commit()?;
+        Ok(count)
+    }
+
+    /// Makes the index hold `path` as `head` says (live, or gone when `None`).
+    async fn index_head(
+        &self,
+        index: &mut dyn TextIndex,
+        path: &str,
+        head: Option<&Head>,
+    ) -> Result<()> {
+        let Some(h) = head else {
+            return index.remove(path);
+        };
+        if index.file(path)?.is_some_and(|f| f.etag == h.etag) {
+            return Ok(());
+        }
+        let max = self.search_wiring()?.max_file_bytes;
+        let bytes = match (&h.body, h.size > max) {
+            (Some(body), false) => self.bodies.get(body).await?,
+            _ => None,
+        };
+        let skipped = skip_reason(h.size, max, bytes.as_deref());
+        let text = bytes
+            .as_deref()
+            .filter(|_| skipped.is_none())
+            .and_then(|b| std::str::from_utf8(b).ok());
+        let entry = IndexedFile {
+            version: h.version,
+            etag: h.etag.clone(),
+            skipped,
+        };
+        index.put(path, &entry, text)
+    }
+
+    /// How many changed paths the index has not applied (for `consistency=eventual`).
+    async fn unapplied(
+        &self,
+        scope: &Scope,
+        cursor: Option<String>,
+        feed: &dyn ChangeFeed,
+    ) -> Result<u64> {
+        let generation = self.index_generation(scope).await?;
+        let Some(position) = cursor.and_then(|c| {
+            c.split_once('|')
+                .filter(|(g, _)| *g == generation)
+                .map(|(_, p)| p.to_owned())
+        }) else {
+            return self.meta.live_count(scope).await;
+        };
+        Ok(
+            match feed.since(scope, &position, MAX_CATCH_UP_PATHS).await? {
+                Some(page) => page.paths.len() as u64,
+                None => self.meta.live_count(scope).await?,
+            },
+        )
+    }
+
+    /// Runs `plan` against `index`: ranks, pages, and cuts each hit's lines.
+    fn run(
+        &self,
+        plan: &Plan,
+        who: &Identity,
+        index: &dyn TextIndex,
+        pending: u64,
+        consistency: &'static str,
+    ) -> Result<SearchPage> {
+        // Without a glob or a path-scoped caller, SQL counts and ranks alone; otherwise every
+        // file under the prefix is looked at and filtered here.
+        let filtered = plan.glob.is_some() || !who.paths.is_whole();
+        let mut report = IndexReport {
+            mode: plan.mode,
+            indexed: 0,
+            total: 0,
+            skipped: Vec::new(),
+            pending,
+            consistency,
+        };
+        let files = if filtered {
+            let files = index.files(&plan.prefix)?;
+            for (path, f) in files.iter().filter(|(p, _)| plan.admits(who, p)) {
+                report.total += 1;
+                match &f.skipped {
+                    None => report.indexed += 1,
+                    Some(reason) if report.skipped.len() < MAX_SKIPPED_LISTED => {
+                        report.skipped.push(Skipped {
+                            path: path.clone(),
+                            reason: reason.clone(),
+                        })
+                    }
+                    Some(_) => {}
+                }
+            }
+            Some(files)
+        } else {
+            (report.indexed, report.total, report.skipped) =
+                index.counts(&plan.prefix, MAX_SKIPPED_LISTED)?;
+            None
+        };
+        let (hits, more) = match plan.mode {
+            Mode::Keyword => self.keyword_hits(plan, who, index, filtered)?,
+            Mode::Exact | Mode::Regex => {
+                let candidates = match plan.mode {
+                    Mode::Exact => index.substring_candidates(&plan.needle, &plan.prefix)?,
+                    _ => None,
+                };
+                let candidates = match candidates {
+                    Some(c) => c,
+                    None => files
+                        .map_or_else(|| index.files(&plan.prefix), Ok)?
+                        .into_iter()
+                        .filter(|(_, f)| f.skipped.is_none())
+                        .map(|(p, _)| p)
+                        .collect(),
+                };
+                scan_hits(plan, who, index, &candidates)?
+            }
+        };
+        Ok(SearchPage {
+            hits,
+            index: report,
+            next_offset: more.then_some(plan.offset + plan.limit),
+        })
+    }
+
+    fn keyword_hits(
+        &self,
+        plan: &Plan,
+        who: &Identity,
+        index: &dyn TextIndex,
+        filtered: bool,
+    ) -> Result<(Vec<SearchHit>, bool)> {
+        // One more than the page tells whether another follows.
+        let max = (!filtered).then_some(plan.offset + plan.limit + 1);
+        let ranked: Vec<_> = index
+            .keyword(&plan.words, &plan.prefix, max)?
+            .into_iter()
+            .filter(|r| plan.admits(who, &r.path))
+            .collect();
+        let more = ranked.len() > plan.offset + plan.limit;
+        let mut hits = Vec::new();
+        for r in ranked.into_iter().skip(plan.offset).take(plan.limit) {
+            let ranges = index.keyword_ranges(&r.path, &plan.words)?;
+            let text = index.text(&r.path)?.map(|(_, t)| t).unwrap_or_default();
+            hits.push(SearchHit {
+                lines: matching_lines(&text, &ranges),
+                path: r.path,
+                version: r.version,
+                etag: r.etag,
+                score: r.score,
+            });
+        }
+        Ok((hits, more))
+    }
+}
+
+/// Exact and regex modes: reads each candidate's text and counts its matches (ranked by
+/// count, then path), within [`MAX_SCAN_BYTES`] and (regex) [`MAX_REGEX_MILLIS`].
+fn scan_hits(
+    plan: &Plan,
+    who: &Identity,
+    index: &dyn TextIndex,
+    candidates: &[String],
+) -> Result<(Vec<SearchHit>, bool)> {
+    let Some(matcher) = &plan.matcher else {
+        return Ok((Vec::new(), false));
+    };
+    let started = Instant::now();
+    let deadline = Duration::from_millis(MAX_REGEX_MILLIS);
+    let mut scanned = 0u64;
+    let mut found: Vec<(usize, SearchHit)> = Vec::new();
+    for path in candidates.iter().filter(|p| plan.admits(who, p)) {
+        let Some((file, text)) = index.text(path)? else {
+            continue;
+        };
+        scanned += text.len() as u64;
+        if scanned > MAX_SCAN_BYTES || (plan.mode == Mode::Regex && started.elapsed() > deadline) {
+            return Err(bad(format!(
+                "the search stopped after scanning {scanned} bytes in {} ms (limits: {MAX_SCAN_BYTES} bytes, {MAX_REGEX_MILLIS} ms for a regex); narrow it with prefix= or glob=, or use mode=keyword",
+                started.elapsed().as_millis()
+            )));
+        }
+        let ranges: Vec<(usize, usize)> = matcher
+            .find_iter(&text)
+            .filter(|m| !m.is_empty())
+            .map(|m| (m.start(), m.end()))
+            .collect();
+        if ranges.is_empty() {
+            continue;
+        }
+        found.push((
+            ranges.len(),
+            SearchHit {
+                path: path.clone(),
+                version: file.version,
+                etag: file.etag,
+                score: ranges.len() as f64,
+                lines: matching_lines(&text, &ranges),
+            },
+        ));
+    }
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.path.cmp(&b.1.path)));
+    let more = found.len() > plan.offset + plan.limit;
+    let hits = found
+        .into_iter()
+        .skip(plan.offset)
+        .take(plan.limit)
+        .map(|(_, h)| h)
+        .collect();
+    Ok((hits, more))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::words_of;
+
+    #[test]
+    fn keyword_queries_are_words() {
+        assert_eq!(
+            words_of("Deploy: the  stack's config!"),
+            ["deploy", "the", "stack", "s", "config"]
+        );
+        assert!(words_of("+-*/").is_empty());
+    }
+}
