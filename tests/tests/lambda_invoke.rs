@@ -88,6 +88,7 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         f("AuthorizerFunction"),
     );
     let index_fn = f("IndexFunction");
+    let (search_fn, indexer_fn) = (f("SearchFunction"), f("IndexerFunction"));
 
     let status = |v: &Value| v["statusCode"].as_u64().unwrap_or_default();
     let body = |v: &Value| -> Value {
@@ -267,6 +268,31 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         again,
         serde_json::json!({"outcome": "unchanged"}),
         "{again}"
+    );
+
+    // Search, as `sam local invoke IndexerFunction -e events/search-index-queued.json`, then
+    // `SearchFunction -e events/search.json`: the indexer stores the workspace's index
+    // object, the search function loads it and finds the file at its current version.
+    let queued = invoke(&indexer_fn, "search-index-queued.json").await;
+    assert_eq!(
+        queued,
+        serde_json::json!({"batchItemFailures": []}),
+        "{queued}"
+    );
+    let found = invoke(&search_fn, "search.json").await;
+    assert_eq!(status(&found), 200, "{found}");
+    let found = body(&found);
+    // notes/today.md was deleted above; the upload's text is what is left under notes/.
+    assert_eq!(found["hits"][0]["path"], "notes/big.bin", "{found}");
+    assert_eq!(found["hits"][0]["version"], 1, "{found}");
+    assert_eq!(
+        found["hits"][0]["lines"][0]["text"], "hello world",
+        "{found}"
+    );
+    assert_eq!(found["index"]["total"], 1, "{found}");
+    assert_eq!(
+        found["index"]["pending"], 0,
+        "the indexer was current: {found}"
     );
 
     let swept = invoke(&sweep_fn, "schedule-sweep.json").await;

@@ -119,8 +119,8 @@ fn each_function_carries_only_the_sdks_its_role_may_call() {
         // The search engine (SQLite, about 1 MB) only where searches are answered.
         assert_eq!(
             crates.contains("workspace-search"),
-            matches!(binary.as_str(), "fn-search" | "fn-mcp"),
-            "{binary}: the search engine only in fn-search and fn-mcp"
+            matches!(binary.as_str(), "fn-search" | "fn-mcp" | "fn-indexer"),
+            "{binary}: the search engine only in fn-search, fn-indexer and fn-mcp"
         );
     }
     // A function whose role holds no S3 right links no S3 client.

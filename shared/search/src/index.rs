@@ -83,6 +83,14 @@ impl SqliteIndex {
         Self::with(Connection::open_in_memory().map_err(db_err)?)
     }
 
+    /// An index in memory from the bytes [`Self::to_bytes`] made (an index object).
+    pub fn from_bytes(bytes: &[u8]) -> Result<SqliteIndex> {
+        let mut db = Connection::open_in_memory().map_err(db_err)?;
+        db.deserialize_read_exact(rusqlite::MAIN_DB, bytes, bytes.len(), false)
+            .map_err(db_err)?;
+        Self::with(db)
+    }
+
     fn with(db: Connection) -> Result<SqliteIndex> {
         db.execute_batch(SCHEMA).map_err(db_err)?;
         Ok(SqliteIndex { db })
@@ -362,5 +370,13 @@ impl TextIndex for SqliteIndex {
             )
             .optional()
             .map_err(db_err)
+    }
+
+    fn to_bytes(&mut self) -> Result<Vec<u8>> {
+        Ok(self
+            .db
+            .serialize(rusqlite::MAIN_DB)
+            .map_err(db_err)?
+            .to_vec())
     }
 }

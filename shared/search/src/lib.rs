@@ -7,6 +7,8 @@
 
 mod index;
 mod indexes;
+mod shared;
 
 pub use index::SqliteIndex;
 pub use indexes::LocalIndexes;
+pub use shared::{SharedIndexes, MAX_CACHED_INDEXES};

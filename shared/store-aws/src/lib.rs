@@ -32,6 +32,8 @@ pub mod provision;
 pub mod publisher;
 #[cfg(feature = "s3")]
 pub mod s3;
+#[cfg(feature = "s3")]
+pub mod search_index;
 #[cfg(feature = "dynamodb")]
 pub mod secrets_table;
 #[cfg(feature = "dynamodb")]

@@ -131,17 +131,24 @@ mod dynamodb {
             Ok(services::cache(&self.settings, table, self.secrets()?))
         }
 
-        /// Search on Lambda: each instance keeps its indexes in `/tmp` (built from the
-        /// store on first use, then caught up from the change log before every answer).
-        #[cfg(feature = "search")]
+        /// Search on Lambda: each workspace's index is an object in the bodies bucket, kept
+        /// by the indexer function; an instance holds the ones it used in memory, loads one
+        /// again only when the object changed, and catches it up from the change log before
+        /// every answer (so a search never waits for the indexer to be fresh).
+        #[cfg(all(feature = "search", feature = "aws-s3"))]
         pub fn search(&self) -> Result<workspace_core::service::SearchWiring, String> {
-            services::search(
-                Some(std::env::temp_dir().join("workspace-search")),
-                Arc::new(workspace_core::search::ChangeLogFeed {
+            let objects = workspace_store_aws::search_index::S3IndexObjects::new(
+                self.s3(),
+                self.settings.aws.bucket()?,
+            );
+            Ok(workspace_core::service::SearchWiring {
+                indexes: Arc::new(workspace_search::SharedIndexes::new(Arc::new(objects))),
+                feed: Arc::new(workspace_core::search::ChangeLogFeed {
                     meta: self.meta()?,
                     clock: Arc::new(workspace_core::ports::SystemClock),
                 }),
-            )
+                max_file_bytes: workspace_core::search::MAX_INDEXED_FILE_BYTES,
+            })
         }
 
         /// The file service of a function that touches DynamoDB only (`list`, `delete`,

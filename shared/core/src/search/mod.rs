@@ -129,6 +129,8 @@ pub trait TextIndex: Send {
     fn substring_candidates(&self, needle: &str, prefix: &str) -> Result<Option<Vec<String>>>;
     /// The indexed text of `path`.
     fn text(&self, path: &str) -> Result<Option<(IndexedFile, String)>>;
+    /// The whole index as one byte string (to store it as an object).
+    fn to_bytes(&mut self) -> Result<Vec<u8>>;
 }
 
 /// A shared, locked index.
@@ -139,6 +141,13 @@ pub type IndexHandle = Arc<tokio::sync::Mutex<Box<dyn TextIndex>>>;
 pub trait SearchIndexes: Send + Sync {
     /// The scope's index (created empty when it has none).
     async fn open(&self, scope: &Scope) -> Result<IndexHandle>;
+    /// Makes the index `open` gave durable where processes share it (on AWS: the index
+    /// object, written only if it is still the one `open` read). `Ok(false)`: another
+    /// writer stored one first; nothing was written. Indexes kept where they are used (the
+    /// local server's) are durable already.
+    async fn save(&self, _scope: &Scope, _index: &IndexHandle) -> Result<bool> {
+        Ok(true)
+    }
     /// A throwaway index in memory (a snapshot's search).
     fn scratch(&self) -> Result<Box<dyn TextIndex>>;
     /// Forgets the scope's index (it is rebuilt when next needed).
@@ -158,4 +167,32 @@ pub fn skip_reason(size: u64, max: u64, bytes: Option<&[u8]>) -> Option<String> 
         }
         _ => None,
     }
+}
+
+/// What [`IndexObjects::load`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Loaded {
+    /// No index is stored for the scope.
+    Missing,
+    /// The stored index is still the one tagged `known`.
+    Unchanged,
+    /// The stored index, and the tag to store over it with.
+    Fresh { bytes: Vec<u8>, tag: String },
+}
+
+/// Where a workspace's index is kept between processes, as one object (on AWS, in the
+/// bodies bucket under the workspace's own prefix, so the same IAM isolation and the same
+/// erasure cover it).
+#[async_trait]
+pub trait IndexObjects: Send + Sync {
+    /// The stored index, unless it is still the one tagged `known`.
+    async fn load(&self, scope: &Scope, known: Option<&str>) -> Result<Loaded>;
+    /// Stores `bytes` if the stored index is still the one tagged `expected` (`None`: if
+    /// there is none). The new tag, or `None` when another writer stored one first.
+    async fn store(
+        &self,
+        scope: &Scope,
+        bytes: Vec<u8>,
+        expected: Option<&str>,
+    ) -> Result<Option<String>>;
 }

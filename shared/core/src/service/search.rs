@@ -311,6 +311,37 @@ impl WorkspaceService {
         }
     }
 
+    /// Brings the scope's shared index up to date and stores it (the indexer function,
+    /// on each `workspace.updated`): order-free and idempotent, since it applies what the
+    /// change feed holds, not the event; a redelivered or late event finds nothing to apply
+    /// and stores nothing. A store that lost the race to another writer starts again from
+    /// theirs. Returns how many paths it applied.
+    pub async fn update_index(&self, scope: &Scope) -> Result<u64> {
+        const ATTEMPTS: usize = 8;
+        let wiring = self.search_wiring()?;
+        for _ in 0..ATTEMPTS {
+            let handle = wiring.indexes.open(scope).await?;
+            let mut index = handle.lock().await;
+            let before = index.cursor()?;
+            let applied = self.catch_up(scope, &mut **index, &*wiring.feed).await?;
+            let moved = index.cursor()? != before;
+            // An empty index is not stored (a late event of an erased workspace must not
+            // leave an object behind it).
+            let empty = index.counts("", 0)?.1 == 0;
+            drop(index);
+            if (!moved && applied == 0) || empty {
+                return Ok(applied);
+            }
+            if wiring.indexes.save(scope, &handle).await? {
+                return Ok(applied);
+            }
+        }
+        Err(WorkspaceError::internal(format!(
+            "the index of {} kept being stored by another writer; the event is retried",
+            scope.key_prefix()
+        )))
+    }
+
     /// Rebuilds the scope's index from the store (`workspace-local reindex`).
     pub async fn reindex(&self, scope: &Scope) -> Result<u64> {
         let wiring = self.search_wiring()?;
@@ -364,9 +395,12 @@ impl WorkspaceService {
                     continue;
                 };
                 let head = self.meta.head(scope, &p).await?;
-                self.index_head(index, path, head.as_ref().filter(|h| h.is_live()))
-                    .await?;
-                applied += 1;
+                if self
+                    .index_head(index, path, head.as_ref().filter(|h| h.is_live()))
+                    .await?
+                {
+                    applied += 1;
+                }
             }
             index.set_cursor(&format!("{generation}|{}", page.cursor))?;
             index.commit()?;
@@ -414,18 +448,21 @@ impl WorkspaceService {
         Ok(count)
     }
 
-    /// Makes the index hold `path` as `head` says (live, or gone when `None`).
+    /// Makes the index hold `path` as `head` says (live, or gone when `None`); whether that
+    /// changed anything.
     async fn index_head(
         &self,
         index: &mut dyn TextIndex,
         path: &str,
         head: Option<&Head>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let Some(h) = head else {
-            return index.remove(path);
+            let had = index.file(path)?.is_some();
+            index.remove(path)?;
+            return Ok(had);
         };
         if index.file(path)?.is_some_and(|f| f.etag == h.etag) {
-            return Ok(());
+            return Ok(false);
         }
         let max = self.search_wiring()?.max_file_bytes;
         let bytes = match (&h.body, h.size > max) {
@@ -442,7 +479,8 @@ impl WorkspaceService {
             etag: h.etag.clone(),
             skipped,
         };
-        index.put(path, &entry, text)
+        index.put(path, &entry, text)?;
+        Ok(true)
     }
 
     /// How many changed paths the index has not applied (for `consistency=eventual`).
