@@ -108,3 +108,64 @@ async fn the_local_index_follows_commits_across_restarts_and_rebuilds() {
     let s = Server::start(dir.path(), &[]).await;
     assert_eq!(paths(&search(&c, &s, &key, "apples").await), ["b.md@1"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_workspace_deletes_its_index() {
+    const KEY: &str = "local-tenant-wide-key-0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let env = [(
+        "WORKSPACE_API_KEYS",
+        "local-tenant-wide-key-0123456789=local",
+    )];
+    let c = Client::new();
+    let s = Server::start(dir.path(), &env).await;
+    let created: Value = c
+        .post(s.url("/workspaces"))
+        .bearer_auth(KEY)
+        .json(&serde_json::json!({ "workspaceScope": "local", "localPath": "/home/me/proj" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["workspaceId"]
+        .as_str()
+        .expect("workspaceId")
+        .to_owned();
+    let r = c
+        .put(s.url("/v1/host/workspace/files/secret-plan.md"))
+        .bearer_auth(KEY)
+        .header("x-workspace-id", &id)
+        .json(&serde_json::json!({ "content": "the launch codes" }))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    let files = index_files(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let every_file = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir.path().join("search"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect()
+    };
+    assert!(
+        every_file()
+            .iter()
+            .any(|f| std::fs::read(f).unwrap().windows(6).any(|w| w == b"launch")),
+        "the index holds the text (in the database or its write-ahead log)"
+    );
+    let r = c
+        .delete(s.url(&format!("/workspaces/{id}")))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    assert!(
+        every_file().is_empty(),
+        "the index, its log and the text they held went with the workspace: {:?}",
+        every_file()
+    );
+}

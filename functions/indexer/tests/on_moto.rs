@@ -40,6 +40,7 @@ fn service(env: &common::Env) -> WorkspaceService {
             clock: Arc::new(SystemClock),
         }),
         max_file_bytes: workspace_core::search::MAX_INDEXED_FILE_BYTES,
+        max_scan_bytes: workspace_core::search::MAX_SCAN_BYTES,
     })
 }
 

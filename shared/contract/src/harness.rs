@@ -66,6 +66,8 @@ pub const LIMITS: Limits = Limits {
 
 /// Largest file the harness's search indexes (small, so an oversized file is cheap).
 pub const SEARCH_MAX_FILE_BYTES: u64 = 600;
+/// Bytes of text one of the harness's searches may scan (small, so the bound is reached).
+pub const SEARCH_MAX_SCAN_BYTES: u64 = 1500;
 
 /// What an adapter under test provides. `guard` keeps resources (a temp dir) alive.
 pub struct Backend {
@@ -425,6 +427,7 @@ impl Harness {
                 clock: clock.clone(),
             }),
             max_file_bytes: SEARCH_MAX_FILE_BYTES,
+            max_scan_bytes: SEARCH_MAX_SCAN_BYTES,
         });
         Self {
             app: Arc::new(every_route(App::new(Arc::new(keys)).with_files(service))),

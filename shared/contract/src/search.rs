@@ -4,6 +4,7 @@
 
 use crate::harness::{
     file_uri, Harness, Reply, KEY_A, KEY_EVIL, KEY_OTHER, KEY_SCOPED, SEARCH_MAX_FILE_BYTES,
+    SEARCH_MAX_SCAN_BYTES,
 };
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -211,6 +212,31 @@ pub async fn exact_and_regex_modes_match_literally_and_stay_bounded(h: Harness) 
         400,
         "not a valid regular expression",
     );
+    // A scan past the bound stops with an error naming it; a prefix narrows it.
+    for (p, n) in [("scan/a.md", 0), ("scan/b.md", 1), ("scan/c.md", 2)] {
+        h.put(KEY_A, p, &format!("{n} {}", "filler text ".repeat(45)))
+            .await
+            .assert_ok();
+    }
+    let over = h
+        .search(KEY_A, &[("q", r"\d filler"), ("mode", "regex")])
+        .await;
+    assert_refused(
+        &over,
+        400,
+        &format!("limits: {SEARCH_MAX_SCAN_BYTES} bytes"),
+    );
+    let narrowed = h
+        .found(
+            KEY_A,
+            &[
+                ("q", r"\d filler"),
+                ("mode", "regex"),
+                ("glob", "scan/a.md"),
+            ],
+        )
+        .await;
+    assert_eq!(hit_paths(&narrowed), ["scan/a.md"]);
     // A pattern whose program is over the bound is refused before it runs.
     assert_refused(
         &h.search(KEY_A, &[("q", r"(\w{1000}){1000}"), ("mode", "regex")])

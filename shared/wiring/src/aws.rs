@@ -148,6 +148,7 @@ mod dynamodb {
                     clock: Arc::new(workspace_core::ports::SystemClock),
                 }),
                 max_file_bytes: workspace_core::search::MAX_INDEXED_FILE_BYTES,
+                max_scan_bytes: workspace_core::search::MAX_SCAN_BYTES,
             })
         }
 

@@ -101,5 +101,6 @@ pub fn search(
         indexes: Arc::new(indexes),
         feed,
         max_file_bytes: workspace_core::search::MAX_INDEXED_FILE_BYTES,
+        max_scan_bytes: workspace_core::search::MAX_SCAN_BYTES,
     })
 }

@@ -51,11 +51,15 @@ impl Stores {
         if !s.local.search {
             return Ok(None);
         }
-        match &self.events {
-            Some(log) => {
-                crate::services::search(Some(search_dir(s)), Arc::new(OutboxFeed(log.clone())))
-            }
-            None => crate::services::search(
+        match (&self.events, &self.indexes) {
+            // The same indexes the erasers hold, so a deleted workspace's goes with it.
+            (Some(log), Some(indexes)) => Ok(workspace_core::service::SearchWiring {
+                indexes: indexes.clone(),
+                feed: Arc::new(OutboxFeed(log.clone())),
+                max_file_bytes: workspace_core::search::MAX_INDEXED_FILE_BYTES,
+                max_scan_bytes: workspace_core::search::MAX_SCAN_BYTES,
+            }),
+            _ => crate::services::search(
                 None,
                 Arc::new(ChangeLogFeed {
                     meta: self.meta.clone(),

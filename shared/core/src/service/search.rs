@@ -15,7 +15,7 @@ use crate::search::lines::{matching_lines, LineMatch};
 use crate::search::{
     skip_reason, ChangeFeed, IndexedFile, Mode, SearchIndexes, Skipped, TextIndex,
     DEFAULT_SEARCH_LIMIT, MAX_CATCH_UP_PATHS, MAX_QUERY_BYTES, MAX_QUERY_WORDS, MAX_REGEX_MILLIS,
-    MAX_REGEX_PROGRAM_BYTES, MAX_SCAN_BYTES, MAX_SEARCH_LIMIT, MAX_SKIPPED_LISTED,
+    MAX_REGEX_PROGRAM_BYTES, MAX_SEARCH_LIMIT, MAX_SKIPPED_LISTED,
 };
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -28,6 +28,8 @@ pub struct SearchWiring {
     /// Largest file whose text is indexed (normally
     /// [`crate::search::MAX_INDEXED_FILE_BYTES`]).
     pub max_file_bytes: u64,
+    /// Bytes of text one search may scan (normally [`crate::search::MAX_SCAN_BYTES`]).
+    pub max_scan_bytes: u64,
 }
 
 /// One search, as the HTTP layer and the MCP tool hand it over.
@@ -97,6 +99,8 @@ struct Plan {
     glob: Option<globset::GlobMatcher>,
     limit: usize,
     offset: usize,
+    /// Bytes of text the search may scan.
+    max_scan: u64,
 }
 
 fn bad(msg: impl Into<String>) -> WorkspaceError {
@@ -112,7 +116,7 @@ fn words_of(q: &str) -> Vec<String> {
 }
 
 impl Plan {
-    fn new(req: &SearchRequest) -> Result<Plan> {
+    fn new(req: &SearchRequest, max_scan: u64) -> Result<Plan> {
         if req.q.is_empty() {
             return Err(bad("q is required: the text to search for"));
         }
@@ -149,6 +153,7 @@ impl Plan {
             glob,
             limit,
             offset: req.offset,
+            max_scan,
         };
         match req.mode {
             Mode::Keyword => {
@@ -199,14 +204,14 @@ impl WorkspaceService {
 
     /// One page of hits for `req`, best first.
     pub async fn search(&self, who: &Identity, req: &SearchRequest) -> Result<SearchPage> {
-        let plan = Plan::new(req)?;
         let wiring = self.search_wiring()?;
+        let plan = Plan::new(req, wiring.max_scan_bytes)?;
         if let Some(id) = &req.snapshot {
             let snapshot = self.get_snapshot(who, id).await?;
             let mut index = wiring.indexes.scratch()?;
             index.begin()?;
-            // A snapshot's throwaway index holds at most MAX_SCAN_BYTES of text.
-            let mut budget = MAX_SCAN_BYTES;
+            // A snapshot's throwaway index holds at most the scan limit of text.
+            let mut budget = wiring.max_scan_bytes;
             for file in snapshot.files.iter().filter(|f| !f.erased) {
                 let over_budget = file.size > budget;
                 let bytes = if file.size > wiring.max_file_bytes || over_budget {
@@ -218,7 +223,10 @@ impl WorkspaceService {
                 let skipped = skip_reason(file.size, wiring.max_file_bytes, bytes.as_deref())
                     .or_else(|| {
                         over_budget.then(|| {
-                            format!("over the {MAX_SCAN_BYTES} bytes a snapshot search indexes")
+                            format!(
+                                "over the {} bytes a snapshot search indexes",
+                                wiring.max_scan_bytes
+                            )
                         })
                     });
                 let text = bytes
@@ -605,7 +613,7 @@ impl WorkspaceService {
 }
 
 /// Exact and regex modes: reads each candidate's text and counts its matches (ranked by
-/// count, then path), within [`MAX_SCAN_BYTES`] and (regex) [`MAX_REGEX_MILLIS`].
+/// count, then path), within the plan's scan limit and (regex) [`MAX_REGEX_MILLIS`].
 fn scan_hits(
     plan: &Plan,
     who: &Identity,
@@ -624,10 +632,11 @@ fn scan_hits(
             continue;
         };
         scanned += text.len() as u64;
-        if scanned > MAX_SCAN_BYTES || (plan.mode == Mode::Regex && started.elapsed() > deadline) {
+        if scanned > plan.max_scan || (plan.mode == Mode::Regex && started.elapsed() > deadline) {
             return Err(bad(format!(
-                "the search stopped after scanning {scanned} bytes in {} ms (limits: {MAX_SCAN_BYTES} bytes, {MAX_REGEX_MILLIS} ms for a regex); narrow it with prefix= or glob=, or use mode=keyword",
-                started.elapsed().as_millis()
+                "the search stopped after scanning {scanned} bytes in {} ms (limits: {} bytes, {MAX_REGEX_MILLIS} ms for a regex); narrow it with prefix= or glob=, or use mode=keyword",
+                started.elapsed().as_millis(),
+                plan.max_scan
             )));
         }
         let ranges: Vec<(usize, usize)> = matcher
