@@ -85,22 +85,16 @@ pub fn scope_eraser(
     Arc::new(workspace_core::sessions::lifecycle::ScopeData { store, erasers })
 }
 
-/// Search over indexes kept in `dir` (or in memory when `None`), caught up from `feed`: the
-/// embedded store's outbox locally, the change log on DynamoDB.
+/// Search over indexes kept in this process's memory, caught up from `feed` (the local
+/// server on AWS; the embedded store's indexes are files, see `stores::Stores::search`).
 #[cfg(feature = "search")]
-pub fn search(
-    dir: Option<std::path::PathBuf>,
+pub fn search_in_memory(
     feed: Arc<dyn workspace_core::search::ChangeFeed>,
-) -> Result<workspace_core::service::SearchWiring, String> {
-    use workspace_search::LocalIndexes;
-    let indexes = match dir {
-        Some(d) => LocalIndexes::in_dir(d).map_err(|e| e.to_string())?,
-        None => LocalIndexes::in_memory(),
-    };
-    Ok(workspace_core::service::SearchWiring {
-        indexes: Arc::new(indexes),
+) -> workspace_core::service::SearchWiring {
+    workspace_core::service::SearchWiring {
+        indexes: Arc::new(workspace_search::LocalIndexes::in_memory()),
         feed,
         max_file_bytes: workspace_core::search::MAX_INDEXED_FILE_BYTES,
         max_scan_bytes: workspace_core::search::MAX_SCAN_BYTES,
-    })
+    }
 }

@@ -53,21 +53,19 @@ impl Stores {
         }
         match (&self.events, &self.indexes) {
             // The same indexes the erasers hold, so a deleted workspace's goes with it.
-            (Some(log), Some(indexes)) => Ok(workspace_core::service::SearchWiring {
+            (Some(log), Some(indexes)) => Ok(Some(workspace_core::service::SearchWiring {
                 indexes: indexes.clone(),
                 feed: Arc::new(OutboxFeed(log.clone())),
                 max_file_bytes: workspace_core::search::MAX_INDEXED_FILE_BYTES,
                 max_scan_bytes: workspace_core::search::MAX_SCAN_BYTES,
-            }),
-            _ => crate::services::search(
-                None,
-                Arc::new(ChangeLogFeed {
+            })),
+            _ => Ok(Some(crate::services::search_in_memory(Arc::new(
+                ChangeLogFeed {
                     meta: self.meta.clone(),
                     clock: Arc::new(workspace_core::ports::SystemClock),
-                }),
-            ),
+                },
+            )))),
         }
-        .map(Some)
     }
 
     /// Opens the backend the settings name.

@@ -181,6 +181,14 @@ impl Plan {
     }
 }
 
+/// The feed position an index cursor (`<generation>|<position>`) holds, if it was made for
+/// `generation` (else the index must be rebuilt).
+fn position_in(cursor: Option<String>, generation: &str) -> Option<String> {
+    let cursor = cursor?;
+    let (g, p) = cursor.split_once('|')?;
+    (g == generation).then(|| p.to_owned())
+}
+
 fn compile(pattern: &str, ignore_case: bool) -> Result<regex::Regex> {
     regex::RegexBuilder::new(pattern)
         .case_insensitive(ignore_case)
@@ -386,11 +394,7 @@ impl WorkspaceService {
         let generation = self.index_generation(scope).await?;
         let mut applied = 0u64;
         loop {
-            let position = match index.cursor()?.and_then(|c| {
-                c.split_once('|')
-                    .filter(|(g, _)| *g == generation)
-                    .map(|(_, p)| p.to_owned())
-            }) {
+            let position = match position_in(index.cursor()?, &generation) {
                 Some(p) => p,
                 None => return self.rebuild_index(scope, index, feed, &generation).await,
             };
@@ -430,30 +434,13 @@ impl WorkspaceService {
         let position = feed.position(scope).await?;
         index.begin()?;
         index.clear()?;
-        let mut count = 0u64;
-        let mut after: Option<FilePath> = None;
-        loop {
-            let heads = self
-                .meta
-                .list_live(
-                    scope,
-                    &PathPrefix::default(),
-                    after.as_ref(),
-                    MAX_LIST_LIMIT,
-                )
-                .await?;
-            for h in &heads {
-                self.index_head(index, &h.path, Some(h)).await?;
-                count += 1;
-            }
-            if heads.len() < MAX_LIST_LIMIT {
-                break;
-            }
-            after = heads.last().and_then(|h| FilePath::parse(&h.path).ok());
+        let heads = self.all_live(scope).await?;
+        for h in &heads {
+            self.index_head(index, &h.path, Some(h)).await?;
         }
         index.set_cursor(&format!("{generation}|{position}"))?;
         index.commit()?;
-        Ok(count)
+        Ok(heads.len() as u64)
     }
 
     /// Makes the index hold `path` as `head` says (live, or gone when `None`); whether that
@@ -499,11 +486,7 @@ impl WorkspaceService {
         feed: &dyn ChangeFeed,
     ) -> Result<u64> {
         let generation = self.index_generation(scope).await?;
-        let Some(position) = cursor.and_then(|c| {
-            c.split_once('|')
-                .filter(|(g, _)| *g == generation)
-                .map(|(_, p)| p.to_owned())
-        }) else {
+        let Some(position) = position_in(cursor, &generation) else {
             return self.meta.live_count(scope).await;
         };
         Ok(
