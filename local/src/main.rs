@@ -364,7 +364,7 @@ async fn serve() -> Result<(), String> {
         stores.erasers.clone(),
         session_key.clone(),
     );
-    let mut files = services::files(
+    let files = services::files(
         &settings,
         stores.meta.clone(),
         stores.bodies.clone(),
@@ -377,6 +377,8 @@ async fn serve() -> Result<(), String> {
         stores.erasers.clone(),
     ))
     .with_search(stores.search(&settings)?);
+    // Commits answer before their index catches up; searches apply what is still pending.
+    let (mut files, index_refresher) = files.with_index_refresh_after_answer();
     let registry = Arc::new(RegistryOf(stores.sessions.clone()));
     let mut app = App::new(auth).with_registry(registry);
     app.advertised.public_url = Some(
@@ -441,6 +443,9 @@ async fn serve() -> Result<(), String> {
     } else {
         app
     };
+    if let Some(files) = &app.files {
+        tokio::spawn(index_refresher.run(Arc::downgrade(files)));
+    }
     server::banner(addr, &stores.place, &key_source);
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let events = stores.events.clone().map(|log| events::Events {

@@ -109,6 +109,47 @@ async fn the_local_index_follows_commits_across_restarts_and_rebuilds() {
     assert_eq!(paths(&search(&c, &s, &key, "apples").await), ["b.md@1"]);
 }
 
+/// Writes answer before their index catches up, and the index catches up right after
+/// without any search asking: an eventual search (which applies nothing itself) comes to
+/// see every write with nothing pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_index_catches_up_after_writes_answer_without_a_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Client::new();
+    let s = Server::start(dir.path(), &[]).await;
+    let key = s.generated_key();
+    for i in 0..20 {
+        put(
+            &c,
+            &s,
+            &key,
+            &format!("notes/{i}.md"),
+            &format!("quinces number {i}"),
+        )
+        .await;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let answer = loop {
+        let r: Value = c
+            .get(s.url("/v1/host/workspace/search?q=quinces&consistency=eventual&limit=100"))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let done = r["index"]["pending"] == 0 && r["hits"].as_array().unwrap().len() == 20;
+        if done || std::time::Instant::now() > deadline {
+            break r;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(answer["index"]["consistency"], "eventual");
+    assert_eq!(answer["index"]["pending"], 0, "{answer}");
+    assert_eq!(answer["hits"].as_array().unwrap().len(), 20, "{answer}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_workspace_deletes_its_index() {
     const KEY: &str = "local-tenant-wide-key-0123456789";
@@ -142,20 +183,27 @@ async fn deleting_a_workspace_deletes_its_index() {
         .await
         .unwrap();
     assert!(r.status().is_success());
-    let files = index_files(dir.path());
-    assert_eq!(files.len(), 1, "{files:?}");
     let every_file = || -> Vec<std::path::PathBuf> {
         std::fs::read_dir(dir.path().join("search"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect()
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default()
     };
-    assert!(
+    let holds_text = || {
         every_file()
             .iter()
-            .any(|f| std::fs::read(f).unwrap().windows(6).any(|w| w == b"launch")),
+            .any(|f| std::fs::read(f).is_ok_and(|b| b.windows(6).any(|w| w == b"launch")))
+    };
+    // The index catches up just after the write answers.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !holds_text() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        holds_text(),
         "the index holds the text (in the database or its write-ahead log)"
     );
+    let files = index_files(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}");
     let r = c
         .delete(s.url(&format!("/workspaces/{id}")))
         .bearer_auth(KEY)

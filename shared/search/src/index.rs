@@ -3,7 +3,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
-use workspace_core::search::{IndexedFile, Ranked, Skipped, TextIndex};
+use workspace_core::search::{IndexedFile, KeywordText, Ranked, Skipped, TextIndex};
 use workspace_core::{Result, WorkspaceError};
 
 /// Marks `highlight()` puts around matched words: private-use characters, which a file's
@@ -11,30 +11,65 @@ use workspace_core::{Result, WorkspaceError};
 const OPEN: char = '\u{E000}';
 const CLOSE: char = '\u{E001}';
 
-const SCHEMA: &str = "
+/// Bumped whenever the tables below change: an index of another version is dropped and
+/// rebuilt from the store (an index is derived data, never the only copy of anything).
+const SCHEMA_VERSION: i64 = 2;
+
+const PRAGMAS: &str = "
 PRAGMA journal_mode = WAL;
 -- The index is rebuilt from the store when lost, so it needs no fsync per change.
 PRAGMA synchronous = OFF;
 -- Reads through a memory map (the OS page cache, shared and evictable) instead of a read
 -- call per page: a query over a large index touches many pages.
 PRAGMA mmap_size = 268435456;
-CREATE TABLE IF NOT EXISTS files (
+";
+
+const DROP: &str = "
+DROP TABLE IF EXISTS words;
+DROP TABLE IF EXISTS grams;
+DROP TABLE IF EXISTS files;
+DROP TABLE IF EXISTS texts;
+DROP TABLE IF EXISTS meta;
+";
+
+const SCHEMA: &str = "
+-- One narrow row per file (counting and listing never read texts).
+CREATE TABLE files (
     id INTEGER PRIMARY KEY,
     path TEXT NOT NULL UNIQUE,
     version INTEGER NOT NULL,
     etag TEXT NOT NULL,
-    skipped TEXT,
-    body TEXT
+    skipped TEXT
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(
-    body, content = 'files', content_rowid = 'id',
+-- Counting under a prefix reads this index alone; listing skipped files, the second.
+CREATE INDEX files_counted ON files (path, skipped);
+CREATE INDEX files_skipped ON files (path) WHERE skipped IS NOT NULL;
+-- The text of each file that is not skipped, under the file's id.
+CREATE TABLE texts (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
+-- Words: stemmed, with positions (BM25 and highlighted ranges read them).
+CREATE VIRTUAL TABLE words USING fts5(
+    body, content = 'texts', content_rowid = 'id',
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS grams USING fts5(
-    body, content = 'files', content_rowid = 'id', tokenize = 'trigram'
+-- Merges its segments sooner than the default (4): each commit adds one, and every term
+-- a query or a highlight reads is looked up in every segment.
+INSERT INTO words (words, rank) VALUES ('automerge', 2);
+-- Trigrams, as a filter only: which files hold every trigram of an exact needle (no
+-- positions, no copy of the text; the candidates' texts are then matched exactly). A
+-- contentless table deletes by id without reading the old text again.
+CREATE VIRTUAL TABLE grams USING fts5(
+    body, content = '', contentless_delete = 1, detail = none, tokenize = 'trigram'
 );
-CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 ";
+
+/// The most one weightless word adds to a file's BM25 score: its IDF (1e-6) times the
+/// largest term-frequency factor, k1 + 1 (FTS5's k1 is 1.2).
+const MAX_WEIGHTLESS_SCORE: f64 = 1e-6 * 2.2;
+
+/// Trigrams an exact needle's candidate query holds at most (spread over the needle):
+/// more only narrow a candidate list that is matched exactly anyway.
+const MAX_NEEDLE_TRIGRAMS: usize = 16;
 
 fn db_err(e: rusqlite::Error) -> WorkspaceError {
     WorkspaceError::internal(format!("search index: {e}"))
@@ -67,6 +102,41 @@ fn prefix_end(prefix: &str) -> Option<String> {
     Some(chars.into_iter().collect())
 }
 
+/// Distinct three-character windows of `needle`, at most [`MAX_NEEDLE_TRIGRAMS`] spread
+/// over it (empty when it is shorter than three characters). A file holding the needle
+/// holds each of them, so the files holding all of them are a superset of the answer.
+fn trigrams(needle: &str) -> Vec<String> {
+    let chars: Vec<char> = needle.chars().collect();
+    let windows: Vec<String> = chars.windows(3).map(|w| w.iter().collect()).collect();
+    let step = windows.len().div_ceil(MAX_NEEDLE_TRIGRAMS).max(1);
+    let mut picked: Vec<String> = windows.iter().step_by(step).cloned().collect();
+    if let Some(last) = windows.last() {
+        picked.push(last.clone());
+    }
+    picked.sort();
+    picked.dedup();
+    picked
+}
+
+/// Byte ranges in the original text of the words `highlight()` marked: each mark's offset
+/// less the marks before it.
+fn ranges_of(marked: &str) -> Vec<(usize, usize)> {
+    let mut ranges = Vec::new();
+    let (mut removed, mut start) = (0usize, None);
+    for (i, c) in marked.char_indices() {
+        if c == OPEN {
+            start = Some(i - removed);
+            removed += OPEN.len_utf8();
+        } else if c == CLOSE {
+            if let Some(s) = start.take() {
+                ranges.push((s, i - removed));
+            }
+            removed += CLOSE.len_utf8();
+        }
+    }
+    ranges
+}
+
 impl SqliteIndex {
     pub fn open(path: &Path) -> Result<SqliteIndex> {
         // Created owner-only before SQLite opens it; SQLite gives its -wal and -shm files
@@ -95,29 +165,128 @@ impl SqliteIndex {
     }
 
     fn with(db: Connection) -> Result<SqliteIndex> {
-        db.execute_batch(SCHEMA).map_err(db_err)?;
+        db.execute_batch(PRAGMAS).map_err(db_err)?;
+        let version: i64 = db
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(db_err)?;
+        if version != SCHEMA_VERSION {
+            // Another version's index (or a new file): start empty; the next catch-up
+            // finds no cursor and rebuilds it from the store.
+            db.execute_batch(&format!(
+                "BEGIN; {DROP} {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            ))
+            .map_err(db_err)?;
+        }
         Ok(SqliteIndex { db })
     }
 
     fn id_and_body(&self, path: &str) -> Result<Option<(i64, Option<String>)>> {
         self.db
-            .query_row("SELECT id, body FROM files WHERE path = ?1", [path], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
+            .prepare_cached(
+                "SELECT f.id, t.body FROM files f LEFT JOIN texts t ON t.id = f.id WHERE f.path = ?1",
+            )
+            .map_err(db_err)?
+            .query_row([path], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()
             .map_err(db_err)
     }
 
+    /// Takes the text with id `id` out of both indexes and the texts table.
     fn unindex(&self, id: i64, body: &str) -> Result<()> {
-        for table in ["words", "grams"] {
+        // An external-content table deletes with the old text (to find its words).
+        self.db
+            .prepare_cached("INSERT INTO words(words, rowid, body) VALUES ('delete', ?1, ?2)")
+            .map_err(db_err)?
+            .execute(params![id, body])
+            .map_err(db_err)?;
+        for sql in [
+            "DELETE FROM grams WHERE rowid = ?1",
+            "DELETE FROM texts WHERE id = ?1",
+        ] {
             self.db
-                .execute(
-                    &format!("INSERT INTO {table}({table}, rowid, body) VALUES ('delete', ?1, ?2)"),
-                    params![id, body],
-                )
+                .prepare_cached(sql)
+                .map_err(db_err)?
+                .execute([id])
                 .map_err(db_err)?;
         }
         Ok(())
+    }
+
+    /// Files under `prefix` matching any of `words`, by BM25 (the best `max`, when given).
+    fn ranked(&self, words: &[String], prefix: &str, max: Option<usize>) -> Result<Vec<Ranked>> {
+        // `rank` is bm25(). Ties are broken by id, the same way in both forms, so pages of
+        // an unchanged index follow one order.
+        let query = any_word(words);
+        let limit = max.map_or(-1, |m| m as i64);
+        let row = |r: &rusqlite::Row| {
+            Ok(Ranked {
+                path: r.get(0)?,
+                version: r.get::<_, i64>(1)? as u64,
+                etag: r.get(2)?,
+                score: -r.get::<_, f64>(3)?,
+            })
+        };
+        let ranked = if prefix.is_empty() {
+            // The whole workspace: rank and cut in the full-text table alone, then look up
+            // only the page's files (not every match's).
+            self.db
+                .prepare_cached(
+                    "SELECT f.path, f.version, f.etag, w.rank FROM
+                        (SELECT rowid, rank FROM words WHERE words MATCH ?1
+                         ORDER BY rank, rowid LIMIT ?2) w
+                     JOIN files f ON f.id = w.rowid
+                     ORDER BY w.rank, w.rowid",
+                )
+                .map_err(db_err)?
+                .query_map(params![query, limit], row)
+                .map_err(db_err)?
+                .collect::<rusqlite::Result<_>>()
+        } else {
+            let (from, to) = Self::range(prefix);
+            self.db
+                .prepare_cached(
+                    "SELECT f.path, f.version, f.etag, words.rank
+                     FROM words JOIN files f ON f.id = words.rowid
+                     WHERE words MATCH ?1 AND f.path >= ?2 AND (?3 IS NULL OR f.path < ?3)
+                     ORDER BY words.rank, words.rowid LIMIT ?4",
+                )
+                .map_err(db_err)?
+                .query_map(params![query, from, to, limit], row)
+                .map_err(db_err)?
+                .collect::<rusqlite::Result<_>>()
+        };
+        ranked.map_err(db_err)
+    }
+
+    /// The query's words that are in half the indexed texts or more (BM25 gives them no
+    /// weight), and the others.
+    fn split_weightless(&self, words: &[String]) -> Result<(Vec<String>, Vec<String>)> {
+        let texts: i64 = self
+            .db
+            .prepare_cached("SELECT count(*) FROM files WHERE skipped IS NULL")
+            .map_err(db_err)?
+            .query_row([], |r| r.get(0))
+            .map_err(db_err)?;
+        // FTS5's IDF is ln((N - n + 0.5) / (n + 0.5)), floored at 1e-6 once n >= N / 2;
+        // counting stops there.
+        let half = (texts + 1) / 2;
+        let mut split = (Vec::new(), Vec::new());
+        for word in words {
+            let hits: i64 = self
+                .db
+                .prepare_cached(
+                    "SELECT count(*) FROM (SELECT 1 FROM words WHERE words MATCH ?1 LIMIT ?2)",
+                )
+                .map_err(db_err)?
+                .query_row(params![phrase(word), half], |r| r.get(0))
+                .map_err(db_err)?;
+            if texts > 0 && 2 * hits >= texts {
+                split.0.push(word.clone());
+            } else {
+                split.1.push(word.clone());
+            }
+        }
+        Ok(split)
     }
 
     /// Paths under `prefix` as a SQL condition on `files.path` (?2 and ?3).
@@ -146,17 +315,15 @@ impl TextIndex for SqliteIndex {
 
     fn file(&self, path: &str) -> Result<Option<IndexedFile>> {
         self.db
-            .query_row(
-                "SELECT version, etag, skipped FROM files WHERE path = ?1",
-                [path],
-                |r| {
-                    Ok(IndexedFile {
-                        version: r.get::<_, i64>(0)? as u64,
-                        etag: r.get(1)?,
-                        skipped: r.get(2)?,
-                    })
-                },
-            )
+            .prepare_cached("SELECT version, etag, skipped FROM files WHERE path = ?1")
+            .map_err(db_err)?
+            .query_row([path], |r| {
+                Ok(IndexedFile {
+                    version: r.get::<_, i64>(0)? as u64,
+                    etag: r.get(1)?,
+                    skipped: r.get(2)?,
+                })
+            })
             .optional()
             .map_err(db_err)
     }
@@ -165,19 +332,23 @@ impl TextIndex for SqliteIndex {
         self.remove(path)?;
         let text = text.filter(|_| file.skipped.is_none());
         self.db
-            .execute(
-                "INSERT INTO files (path, version, etag, skipped, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![path, file.version as i64, file.etag, file.skipped, text],
+            .prepare_cached(
+                "INSERT INTO files (path, version, etag, skipped) VALUES (?1, ?2, ?3, ?4)",
             )
+            .map_err(db_err)?
+            .execute(params![path, file.version as i64, file.etag, file.skipped])
             .map_err(db_err)?;
         if let Some(body) = text {
             let id = self.db.last_insert_rowid();
-            for table in ["words", "grams"] {
+            for sql in [
+                "INSERT INTO texts (id, body) VALUES (?1, ?2)",
+                "INSERT INTO words (rowid, body) VALUES (?1, ?2)",
+                "INSERT INTO grams (rowid, body) VALUES (?1, ?2)",
+            ] {
                 self.db
-                    .execute(
-                        &format!("INSERT INTO {table}(rowid, body) VALUES (?1, ?2)"),
-                        params![id, body],
-                    )
+                    .prepare_cached(sql)
+                    .map_err(db_err)?
+                    .execute(params![id, body])
                     .map_err(db_err)?;
             }
         }
@@ -190,7 +361,9 @@ impl TextIndex for SqliteIndex {
                 self.unindex(id, &body)?;
             }
             self.db
-                .execute("DELETE FROM files WHERE id = ?1", [id])
+                .prepare_cached("DELETE FROM files WHERE id = ?1")
+                .map_err(db_err)?
+                .execute([id])
                 .map_err(db_err)?;
         }
         Ok(())
@@ -199,7 +372,7 @@ impl TextIndex for SqliteIndex {
     fn clear(&mut self) -> Result<()> {
         self.db
             .execute_batch(
-                "DELETE FROM files; DELETE FROM meta;
+                "DELETE FROM files; DELETE FROM texts; DELETE FROM meta;
                  INSERT INTO words(words) VALUES ('delete-all');
                  INSERT INTO grams(grams) VALUES ('delete-all');",
             )
@@ -273,73 +446,60 @@ impl TextIndex for SqliteIndex {
     }
 
     fn keyword(&self, words: &[String], prefix: &str, max: Option<usize>) -> Result<Vec<Ranked>> {
-        let (from, to) = Self::range(prefix);
-        // `rank` is bm25() by default: FTS5 orders by it without computing it twice.
-        let mut stmt = self
-            .db
-            .prepare_cached(
-                "SELECT f.path, f.version, f.etag, words.rank
-                 FROM words JOIN files f ON f.id = words.rowid
-                 WHERE words MATCH ?1 AND f.path >= ?2 AND (?3 IS NULL OR f.path < ?3)
-                 ORDER BY words.rank, f.path LIMIT ?4",
-            )
-            .map_err(db_err)?;
-        let limit = max.map_or(-1, |m| m as i64);
-        let rows = stmt
-            .query_map(params![any_word(words), from, to, limit], |r| {
-                Ok(Ranked {
-                    path: r.get(0)?,
-                    version: r.get::<_, i64>(1)? as u64,
-                    etag: r.get(2)?,
-                    score: -r.get::<_, f64>(3)?,
-                })
-            })
-            .map_err(db_err)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(db_err)
+        // MaxScore pruning (Turtle and Flood, 1995): a word in half the files or more
+        // weighs almost nothing in BM25 (FTS5 gives it an IDF of 1e-6), yet matching it
+        // makes FTS5 score nearly every file. When the other words fill the page with
+        // scores above anything the weightless words could add, that page is the answer
+        // (each score short of at most that bound); otherwise every word is ranked.
+        if let (Some(max), true) = (max, words.len() > 1) {
+            let (weightless, weighted) = self.split_weightless(words)?;
+            if !weightless.is_empty() && !weighted.is_empty() {
+                let ranked = self.ranked(&weighted, prefix, Some(max))?;
+                let bound = MAX_WEIGHTLESS_SCORE * weightless.len() as f64;
+                if ranked.len() == max && ranked.last().is_some_and(|r| r.score > bound) {
+                    return Ok(ranked);
+                }
+            }
+        }
+        self.ranked(words, prefix, max)
     }
 
-    fn keyword_ranges(&self, path: &str, words: &[String]) -> Result<Vec<(usize, usize)>> {
+    fn keyword_text(&self, path: &str, words: &[String]) -> Result<Option<KeywordText>> {
+        let Some((_, text)) = self.text(path)? else {
+            return Ok(None);
+        };
         let marked: Option<String> = self
             .db
-            .query_row(
+            .prepare_cached(
                 "SELECT highlight(words, 0, ?3, ?4) FROM words
                  WHERE words MATCH ?1 AND rowid = (SELECT id FROM files WHERE path = ?2)",
+            )
+            .map_err(db_err)?
+            .query_row(
                 params![any_word(words), path, OPEN.to_string(), CLOSE.to_string()],
                 |r| r.get(0),
             )
             .optional()
             .map_err(db_err)?;
-        let Some(marked) = marked else {
-            return Ok(Vec::new());
+        // A text holding the marks itself gets no ranges, never wrong ones.
+        let ranges = match marked {
+            Some(m) if !text.contains([OPEN, CLOSE]) => ranges_of(&m),
+            _ => Vec::new(),
         };
-        let original_has_marks = self
-            .text(path)?
-            .is_some_and(|(_, t)| t.contains(OPEN) || t.contains(CLOSE));
-        if original_has_marks {
-            return Ok(Vec::new());
-        }
-        // Offsets in the original text: the marked text minus the marks before each.
-        let mut ranges = Vec::new();
-        let (mut removed, mut start) = (0usize, None);
-        for (i, c) in marked.char_indices() {
-            if c == OPEN {
-                start = Some(i - removed);
-                removed += OPEN.len_utf8();
-            } else if c == CLOSE {
-                if let Some(s) = start.take() {
-                    ranges.push((s, i - removed));
-                }
-                removed += CLOSE.len_utf8();
-            }
-        }
-        Ok(ranges)
+        Ok(Some(KeywordText { text, ranges }))
     }
 
     fn substring_candidates(&self, needle: &str, prefix: &str) -> Result<Option<Vec<String>>> {
-        // The trigram tokenizer matches substrings of three or more characters.
-        if needle.chars().count() < 3 {
+        // The trigram index answers for needles of three or more characters.
+        let grams = trigrams(needle);
+        if grams.is_empty() {
             return Ok(None);
         }
+        let query = grams
+            .iter()
+            .map(|g| phrase(g))
+            .collect::<Vec<_>>()
+            .join(" AND ");
         let (from, to) = Self::range(prefix);
         let mut stmt = self
             .db
@@ -350,7 +510,7 @@ impl TextIndex for SqliteIndex {
             )
             .map_err(db_err)?;
         let rows = stmt
-            .query_map(params![phrase(needle), from, to], |r| r.get(0))
+            .query_map(params![query, from, to], |r| r.get(0))
             .map_err(db_err)?;
         rows.collect::<rusqlite::Result<_>>()
             .map(Some)
@@ -359,20 +519,21 @@ impl TextIndex for SqliteIndex {
 
     fn text(&self, path: &str) -> Result<Option<(IndexedFile, String)>> {
         self.db
-            .query_row(
-                "SELECT version, etag, skipped, body FROM files WHERE path = ?1 AND body IS NOT NULL",
-                [path],
-                |r| {
-                    Ok((
-                        IndexedFile {
-                            version: r.get::<_, i64>(0)? as u64,
-                            etag: r.get(1)?,
-                            skipped: r.get(2)?,
-                        },
-                        r.get(3)?,
-                    ))
-                },
+            .prepare_cached(
+                "SELECT f.version, f.etag, f.skipped, t.body
+                 FROM files f JOIN texts t ON t.id = f.id WHERE f.path = ?1",
             )
+            .map_err(db_err)?
+            .query_row([path], |r| {
+                Ok((
+                    IndexedFile {
+                        version: r.get::<_, i64>(0)? as u64,
+                        etag: r.get(1)?,
+                        skipped: r.get(2)?,
+                    },
+                    r.get(3)?,
+                ))
+            })
             .optional()
             .map_err(db_err)
     }
@@ -383,5 +544,133 @@ impl TextIndex for SqliteIndex {
             .serialize(rusqlite::MAIN_DB)
             .map_err(db_err)?
             .to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(version: u64) -> IndexedFile {
+        IndexedFile {
+            version,
+            etag: format!("e{version}"),
+            skipped: None,
+        }
+    }
+
+    fn index_of(files: &[(&str, &str)]) -> SqliteIndex {
+        let mut index = SqliteIndex::in_memory().unwrap();
+        index.begin().unwrap();
+        for (i, (path, text)) in files.iter().enumerate() {
+            index.put(path, &file(i as u64 + 1), Some(text)).unwrap();
+        }
+        index.commit().unwrap();
+        index
+    }
+
+    #[test]
+    fn an_index_of_another_schema_version_starts_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        {
+            // The first version's layout: texts inside `files`, no user_version.
+            let db = Connection::open(&path).unwrap();
+            db.execute_batch(
+                "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE,
+                    version INTEGER NOT NULL, etag TEXT NOT NULL, skipped TEXT, body TEXT);
+                 INSERT INTO files (path, version, etag, body) VALUES ('a.md', 1, 'e', 'old');
+                 CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+                 INSERT INTO meta VALUES ('cursor', '|7');",
+            )
+            .unwrap();
+        }
+        let mut index = SqliteIndex::open(&path).unwrap();
+        assert_eq!(
+            index.cursor().unwrap(),
+            None,
+            "no cursor: the next search rebuilds"
+        );
+        assert!(index.files("").unwrap().is_empty());
+        index.put("b.md", &file(1), Some("new text")).unwrap();
+        drop(index);
+        let index = SqliteIndex::open(&path).unwrap();
+        assert_eq!(
+            index.files("").unwrap().len(),
+            1,
+            "the current version is kept"
+        );
+    }
+
+    #[test]
+    fn exact_candidates_hold_every_file_with_the_needle_and_forget_removed_ones() {
+        let long = "a needle \"quoted\", longer than sixteen trigrams: ünïcödé ✓";
+        let mut index = index_of(&[
+            ("hit.md", &format!("before {long} after")),
+            ("case.md", &long.to_uppercase()),
+            ("near.md", "a needle \"quoted\", longer than sixteen"),
+            ("other.md", "nothing here"),
+        ]);
+        let candidates = index.substring_candidates(long, "").unwrap().unwrap();
+        assert!(candidates.contains(&"hit.md".to_owned()), "{candidates:?}");
+        assert!(!candidates.contains(&"other.md".to_owned()));
+        assert!(!candidates.contains(&"near.md".to_owned()));
+        assert_eq!(index.substring_candidates("ab", "").unwrap(), None);
+        index.remove("hit.md").unwrap();
+        let candidates = index.substring_candidates(long, "").unwrap().unwrap();
+        assert!(!candidates.contains(&"hit.md".to_owned()), "{candidates:?}");
+    }
+
+    #[test]
+    fn keyword_ranks_the_same_with_and_without_a_prefix() {
+        let index = index_of(&[
+            ("d/a.md", "deploy deploy rollback"),
+            ("d/b.md", "deploy"),
+            ("d/c.md", "rollback"),
+            ("d/d.md", "deploy"),
+            ("d/e.md", "unrelated"),
+        ]);
+        let words = ["deploy".to_owned(), "rollback".to_owned()];
+        let paths = |r: Vec<Ranked>| r.into_iter().map(|r| r.path).collect::<Vec<_>>();
+        let whole = paths(index.keyword(&words, "", None).unwrap());
+        assert_eq!(whole, paths(index.keyword(&words, "d/", None).unwrap()));
+        assert_eq!(whole.len(), 4);
+        for n in 1..4 {
+            assert_eq!(
+                paths(index.keyword(&words, "", Some(n)).unwrap()),
+                whole[..n]
+            );
+            assert_eq!(
+                paths(index.keyword(&words, "d/", Some(n)).unwrap()),
+                whole[..n]
+            );
+        }
+    }
+
+    #[test]
+    fn a_word_in_most_files_is_pruned_without_changing_the_page() {
+        let mut files: Vec<(String, String)> = (0..12)
+            .map(|i| (format!("f{i:02}.md"), format!("common text number {i}")))
+            .collect();
+        files[3].1 = "common rare rare".into();
+        files[7].1 = "rare and common and more words".into();
+        files[9].1 = "rare".into();
+        let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (&p[..], &t[..])).collect();
+        let index = index_of(&refs);
+        let words = ["common".to_owned(), "rare".to_owned()];
+        let (weightless, weighted) = index.split_weightless(&words).unwrap();
+        assert_eq!(
+            (weightless, weighted),
+            (vec!["common".into()], vec!["rare".into()])
+        );
+        let full = index.ranked(&words, "", None).unwrap();
+        for max in [1, 2, 3, 5, 12] {
+            let page = index.keyword(&words, "", Some(max)).unwrap();
+            assert_eq!(page.len(), max.min(full.len()));
+            for (got, want) in page.iter().zip(&full) {
+                assert_eq!(got.path, want.path, "page of {max}");
+                assert!((got.score - want.score).abs() <= MAX_WEIGHTLESS_SCORE);
+            }
+        }
     }
 }

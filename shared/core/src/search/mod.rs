@@ -97,6 +97,13 @@ pub struct Ranked {
     pub score: f64,
 }
 
+/// A keyword hit's text, and where in it the query's words matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeywordText {
+    pub text: String,
+    pub ranges: Vec<(usize, usize)>,
+}
+
 /// One workspace's text index. Calls are synchronous and fast (an embedded database);
 /// the service holds the index's lock for a whole catch-up and query.
 pub trait TextIndex: Send {
@@ -121,8 +128,9 @@ pub trait TextIndex: Send {
     /// Files under `prefix` matching any of `words` (stemmed), best first; the best `max`
     /// only, when given.
     fn keyword(&self, words: &[String], prefix: &str, max: Option<usize>) -> Result<Vec<Ranked>>;
-    /// The byte ranges in `path`'s text where `words` matched (as `keyword` matched them).
-    fn keyword_ranges(&self, path: &str, words: &[String]) -> Result<Vec<(usize, usize)>>;
+    /// `path`'s indexed text and the byte ranges in it where `words` matched (as
+    /// `keyword` matched them).
+    fn keyword_text(&self, path: &str, words: &[String]) -> Result<Option<KeywordText>>;
     /// Files under `prefix` whose text may contain `needle` (ignoring case), from the
     /// trigram index; `None` when the needle is too short for it (then every file is a
     /// candidate).

@@ -70,7 +70,7 @@ pub use history::{Diff, VersionPage};
 pub use local_urls::{SIGNED_BODY_PREFIX, SIGNED_UPLOAD_PREFIX};
 pub use restore::{RestoreReport, RestoreRequest, Since, MAX_RESTORE_GLOBS};
 pub use runs::{RunPage, MAX_RUNS_PAGE, MAX_WORKFLOW_ID_LEN, RUN_ID_PREFIX};
-pub use search::{IndexReport, SearchHit, SearchPage, SearchRequest, SearchWiring};
+pub use search::{IndexRefresher, IndexReport, SearchHit, SearchPage, SearchRequest, SearchWiring};
 pub use snapshots::{
     SnapshotOptions, DEFAULT_SNAPSHOT_TTL_MS, MAX_SNAPSHOTS_PAGE, MAX_SNAPSHOT_RECORD_BYTES,
     SNAPSHOT_ID_PREFIX,
@@ -136,6 +136,9 @@ pub struct WorkspaceService {
     memory_prefix: String,
     /// The text indexes `search` answers from (`crate::search`), where configured.
     search: Option<SearchWiring>,
+    /// Where commits hand their scope for the index to catch up after they answer (the
+    /// local server, [`IndexRefresher`]); without it, before they answer.
+    index_refresh_queue: Option<tokio::sync::mpsc::Sender<Scope>>,
 }
 
 /// The live head, if the path has one.
@@ -265,6 +268,7 @@ impl WorkspaceService {
             secrets_cache: std::sync::Mutex::default(),
             memory_prefix: crate::memory::DEFAULT_MEMORY_PREFIX.to_owned(),
             search: None,
+            index_refresh_queue: None,
         }
     }
 
@@ -438,7 +442,7 @@ impl WorkspaceService {
         if let Err(e) = self.events.publish(event).await {
             tracing::warn!(error = %e, path = %path, "event publish failed after commit");
         }
-        self.refresh_index(&who.scope).await;
+        self.index_after_commit(&who.scope).await;
     }
 
     async fn discard_body(&self, body: &BodyRef) {

@@ -6,7 +6,8 @@
 //! again, or removed), all under the index's lock. Every change acknowledged before the
 //! search began is in the feed, so the answer reflects it; each hit names the version the
 //! index read, which was current at some instant during the search. Commits also catch the
-//! index up right after they land (`refresh_index`), so a search usually finds nothing to
+//! index up right after they land (`refresh_index`: before they answer, or, on the local
+//! server, just after, through [`IndexRefresher`]), so a search usually finds little to
 //! apply. `consistency=eventual` skips the catch-up and reports how many changed paths
 //! the index has not applied yet.
 
@@ -30,6 +31,35 @@ pub struct SearchWiring {
     pub max_file_bytes: u64,
     /// Bytes of text one search may scan (normally [`crate::search::MAX_SCAN_BYTES`]).
     pub max_scan_bytes: u64,
+}
+
+/// Scopes queued for an index refresh at most (each is a few bytes; duplicates are merged
+/// when the refresher takes them).
+const INDEX_REFRESH_QUEUE: usize = 1024;
+
+/// Applies queued commits to their scopes' indexes, one scope at a time
+/// ([`WorkspaceService::with_index_refresh_after_answer`]).
+pub struct IndexRefresher {
+    scopes: tokio::sync::mpsc::Receiver<Scope>,
+}
+
+impl IndexRefresher {
+    /// Runs until the service is gone. Takes every scope queued so far at once, so a scope
+    /// written many times meanwhile is caught up once.
+    pub async fn run(mut self, service: std::sync::Weak<WorkspaceService>) {
+        while let Some(first) = self.scopes.recv().await {
+            let mut scopes = std::collections::BTreeSet::from([first]);
+            while let Ok(scope) = self.scopes.try_recv() {
+                scopes.insert(scope);
+            }
+            let Some(service) = service.upgrade() else {
+                return;
+            };
+            for scope in &scopes {
+                service.refresh_index(scope).await;
+            }
+        }
+    }
 }
 
 /// One search, as the HTTP layer and the MCP tool hand it over.
@@ -310,8 +340,28 @@ impl WorkspaceService {
         }
     }
 
-    /// After a commit: bring the scope's index up to date now, so searches rarely have
-    /// anything to apply. A failure only logs; the next search catches up.
+    /// Catches indexes up after commits have answered instead of before: each commit queues
+    /// its scope for the returned [`IndexRefresher`], which the caller runs. A search still
+    /// applies whatever is pending first, so it stays fresh; a commit no longer waits for
+    /// the index, and a burst of commits is indexed in one transaction.
+    pub fn with_index_refresh_after_answer(mut self) -> (Self, IndexRefresher) {
+        let (queue, scopes) = tokio::sync::mpsc::channel(INDEX_REFRESH_QUEUE);
+        self.index_refresh_queue = Some(queue);
+        (self, IndexRefresher { scopes })
+    }
+
+    /// After a commit: its scope's index catches up now, or is queued to.
+    pub(super) async fn index_after_commit(&self, scope: &Scope) {
+        match &self.index_refresh_queue {
+            // A full queue drops the request: the next search (or queued refresh) of the
+            // scope applies the commit anyway.
+            Some(queue) => drop(queue.try_send(scope.clone())),
+            None => self.refresh_index(scope).await,
+        }
+    }
+
+    /// Brings the scope's index up to date now, so searches rarely have anything to apply.
+    /// A failure only logs; the next search catches up.
     pub(super) async fn refresh_index(&self, scope: &Scope) {
         let Some(wiring) = &self.search else {
             return;
@@ -319,7 +369,14 @@ impl WorkspaceService {
         let result = async {
             let handle = wiring.indexes.open(scope).await?;
             let mut index = handle.lock().await;
-            self.catch_up(scope, &mut **index, &*wiring.feed).await
+            self.catch_up(scope, &mut **index, &*wiring.feed).await?;
+            // An index of nothing is not kept: the workspace may be gone (a refresh
+            // queued before it was deleted must not leave an index behind it).
+            if index.counts("", 0)?.1 == 0 {
+                drop(index);
+                wiring.indexes.forget(scope).await?;
+            }
+            Ok::<_, WorkspaceError>(())
         }
         .await;
         if let Err(e) = result {
@@ -581,10 +638,12 @@ impl WorkspaceService {
         let more = ranked.len() > plan.offset + plan.limit;
         let mut hits = Vec::new();
         for r in ranked.into_iter().skip(plan.offset).take(plan.limit) {
-            let ranges = index.keyword_ranges(&r.path, &plan.words)?;
-            let text = index.text(&r.path)?.map(|(_, t)| t).unwrap_or_default();
+            let lines = index
+                .keyword_text(&r.path, &plan.words)?
+                .map(|k| matching_lines(&k.text, &k.ranges))
+                .unwrap_or_default();
             hits.push(SearchHit {
-                lines: matching_lines(&text, &ranges),
+                lines,
                 path: r.path,
                 version: r.version,
                 etag: r.etag,
