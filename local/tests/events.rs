@@ -446,6 +446,88 @@ async fn webhooks_get_every_event_signed_in_order_through_failures_and_restarts(
     assert_eq!(paths, ["a.md", "b.md", "c.md", "d.md", "e.md"]);
 }
 
+/// A fork's merge announces each change it makes in the parent like any write, and names
+/// the merge and the fork; other changes name neither.
+#[tokio::test]
+async fn changes_a_merge_makes_name_the_merge_and_the_fork() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &[("WORKSPACE_API_KEYS", &keys())]).await;
+    let c = Client::new();
+    let mut live = Sse::open(&s, KEY_A, None).await;
+    put(&s, KEY_A, "notes/a.md", "one").await;
+    let (_, e) = live.expect().await;
+    assert!(e["detail"].get("mergeId").is_none() && e["detail"].get("forkId").is_none());
+
+    let fork: Value = c
+        .post(s.url("/v1/host/workspace/forks"))
+        .bearer_auth(KEY_A)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let fork_ws = fork["workspaceId"]
+        .as_str()
+        .expect("workspaceId")
+        .to_owned();
+    let r = c
+        .put(files(&s, "notes/b.md"))
+        .bearer_auth(KEY_A)
+        .header("x-workspace-id", &fork_ws)
+        .json(&json!({"content": "from the fork"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let r = c
+        .delete(files(&s, "notes/a.md"))
+        .bearer_auth(KEY_A)
+        .header("x-workspace-id", &fork_ws)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let merged: Value = c
+        .post(s.url(&format!(
+            "/v1/host/workspace/forks/{}/merge",
+            fork["forkId"].as_str().unwrap()
+        )))
+        .bearer_auth(KEY_A)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let merge_id = merged["mergeId"].as_str().expect("mergeId").to_owned();
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let (_, e) = live.expect().await;
+        let d = &e["detail"];
+        assert_eq!(d["workspace"], "main", "the parent's stream: {e}");
+        assert_eq!(d["mergeId"], merge_id.as_str(), "{e}");
+        assert_eq!(d["forkId"], fork_ws.as_str(), "{e}");
+        seen.push((
+            d["path"].as_str().unwrap().to_owned(),
+            d["operation"].as_str().unwrap().to_owned(),
+        ));
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("notes/a.md".to_owned(), "delete".to_owned()),
+            ("notes/b.md".to_owned(), "put".to_owned())
+        ]
+    );
+    put(&s, KEY_A, "notes/c.md", "after").await;
+    let (_, e) = live.expect().await;
+    assert!(e["detail"].get("mergeId").is_none(), "{e}");
+}
+
 #[tokio::test]
 async fn a_path_scoped_key_hears_only_of_its_own_paths() {
     let dir = tempfile::tempdir().unwrap();

@@ -56,6 +56,7 @@ fn the_recorded_sample_and_the_local_envelope_keep_the_contract() {
         principal: "alice".into(),
         deleted: true,
         erased: None,
+        merge: None,
     };
     let event = WorkspaceEvent::of_version("acme", "main", "notes/a.md", &record);
     let envelope = event.envelope();
@@ -66,10 +67,32 @@ fn the_recorded_sample_and_the_local_envelope_keep_the_contract() {
     // The id is the change's, whatever delivers it.
     let again = WorkspaceEvent::of_version("acme", "main", "notes/a.md", &record);
     assert_eq!(again.event_id, event.event_id);
-    let next = VersionRecord { seq: 8, ..record };
+    let next = VersionRecord {
+        seq: 8,
+        ..record.clone()
+    };
     assert_ne!(
         WorkspaceEvent::of_version("acme", "main", "notes/a.md", &next).event_id,
         event.event_id
+    );
+    // Only a change a merge made names the merge and the fork.
+    assert!(envelope["detail"].get("mergeId").is_none());
+    assert!(envelope["detail"].get("forkId").is_none());
+    let merged = VersionRecord {
+        merge: Some(workspace_core::model::MergeOrigin {
+            merge_id: "m-1".into(),
+            fork_id: "main~f1".into(),
+        }),
+        ..record
+    };
+    let envelope = WorkspaceEvent::of_version("acme", "main", "notes/a.md", &merged).envelope();
+    assert_valid(&envelope);
+    assert_eq!(
+        (
+            &envelope["detail"]["mergeId"],
+            &envelope["detail"]["forkId"]
+        ),
+        (&json!("m-1"), &json!("main~f1"))
     );
 }
 

@@ -81,6 +81,7 @@ impl IndexKeeper {
                 return Ok(Outcome::Unchanged);
             }
             let req = PutRequest {
+                merge: None,
                 path: Some(self.index.clone()),
                 content: text.into_bytes(),
                 content_type: Some("text/markdown".to_owned()),

@@ -40,7 +40,7 @@ async fn announced(env: &common::Env) -> Vec<WorkspaceEvent> {
         .await
         .iter()
         .filter_map(|r| match plan(r) {
-            Ok(Some(Work::Announce(e))) => Some(e),
+            Ok(Some(Work::Announce(e))) => Some(*e),
             _ => None,
         })
         .collect()

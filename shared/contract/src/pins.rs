@@ -121,6 +121,7 @@ pub async fn pins_and_commits_compare_and_swap_on_the_head(h: Harness) {
             principal: "test".into(),
             deleted: false,
             erased: None,
+            merge: None,
         },
         live_delta: 0,
         max_files: LIMITS.max_files,

@@ -40,6 +40,11 @@ pub struct WorkspaceEvent {
     /// Bytes of the new content (0 for a delete).
     pub size: u64,
     pub content_type: String,
+    /// The fork merge that made the change, and the fork it came from (only then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,6 +88,8 @@ impl WorkspaceEvent {
             time: format_time(v.updated_at),
             size: v.size,
             content_type: v.content_type.clone(),
+            merge_id: v.merge.as_ref().map(|m| m.merge_id.clone()),
+            fork_id: v.merge.as_ref().map(|m| m.fork_id.clone()),
         }
     }
 
@@ -102,6 +109,8 @@ impl WorkspaceEvent {
             time: format_time(by.at),
             size: 0,
             content_type: v.content_type.clone(),
+            merge_id: None,
+            fork_id: None,
         }
     }
 

@@ -198,6 +198,17 @@ pub struct VersionRecord {
     /// Set when the version was erased from history: its body is gone everywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub erased: Option<Erasure>,
+    /// Set when a fork's merge wrote the version (its event names the merge and the fork).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeOrigin>,
+}
+
+/// The merge that wrote a version, and the fork it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MergeOrigin {
+    pub merge_id: String,
+    pub fork_id: String,
 }
 
 /// Who erased a version from history, and when.

@@ -211,6 +211,7 @@ pub async fn put(
         .put(
             who,
             PutRequest {
+                merge: None,
                 path: Some(path),
                 content,
                 content_type,

@@ -13,7 +13,7 @@ use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use serde_json::Value;
 use std::collections::HashMap;
 pub use workspace_core::events::{DETAIL_TYPE, SOURCE};
-use workspace_core::model::{BodyRef, Erasure, VersionRecord};
+use workspace_core::model::{BodyRef, Erasure, MergeOrigin, VersionRecord};
 use workspace_core::ports::{EventSink, WorkspaceEvent};
 use workspace_core::{Result, Scope, WorkspaceError};
 
@@ -45,7 +45,7 @@ pub struct StreamRecord {
 /// What a record asks of the publisher.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Work {
-    Announce(WorkspaceEvent),
+    Announce(Box<WorkspaceEvent>),
     DeleteBody(BodyRef),
 }
 
@@ -95,13 +95,17 @@ pub fn plan(record: &StreamRecord) -> Result<Option<Work>> {
                 principal: field("principal")?,
                 deleted,
                 erased: None,
+                merge: match (text(img, "mergeId"), text(img, "forkId")) {
+                    (Some(merge_id), Some(fork_id)) => Some(MergeOrigin { merge_id, fork_id }),
+                    _ => None,
+                },
             };
-            Ok(Some(Work::Announce(WorkspaceEvent::of_version(
+            Ok(Some(Work::Announce(Box::new(WorkspaceEvent::of_version(
                 &field("tenant")?,
                 &field("workspace")?,
                 &field("path")?,
                 &record,
-            ))))
+            )))))
         }
         // A version item that became erased: the erase is announced (its body is deleted
         // by the eraser, or else by the sweeper).
@@ -128,18 +132,19 @@ pub fn plan(record: &StreamRecord) -> Result<Option<Work>> {
                 principal: field("principal")?,
                 deleted: false,
                 erased: None,
+                merge: None,
             };
             let by = Erasure {
                 by: field("erasedBy")?,
                 at: num(new, "erasedAt").ok_or_else(|| malformed("erasedAt"))?,
             };
             let scope = Scope::parse(&field("tenant")?, &field("workspace")?)?;
-            Ok(Some(Work::Announce(WorkspaceEvent::of_erase(
+            Ok(Some(Work::Announce(Box::new(WorkspaceEvent::of_erase(
                 &scope,
                 &field("path")?,
                 &item,
                 &by,
-            ))))
+            )))))
         }
         "REMOVE" => {
             let Some(img) = record.old_image.as_ref().filter(|i| is_version(i)) else {

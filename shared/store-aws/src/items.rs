@@ -5,7 +5,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 use workspace_core::changes::Change;
 use workspace_core::model::{
-    BodyRef, Erasure, Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord,
+    BodyRef, Erasure, Head, IdempotencyRecord, MergeOrigin, Pin, Snapshot, SnapshotInfo,
+    VersionRecord,
 };
 use workspace_core::{Result, Scope, WorkspaceError};
 
@@ -133,6 +134,10 @@ pub fn version_item(scope: &Scope, pk: String, sk: String, path: &str, v: &Versi
     item.insert("updatedAt".into(), n(v.updated_at));
     item.insert("principal".into(), s(&v.principal));
     item.insert("deleted".into(), AttributeValue::Bool(v.deleted));
+    if let Some(m) = &v.merge {
+        item.insert("mergeId".into(), s(&m.merge_id));
+        item.insert("forkId".into(), s(&m.fork_id));
+    }
     body_attrs(&mut item, &v.body);
     item
 }
@@ -156,6 +161,13 @@ pub fn version_from(item: &Item) -> Result<VersionRecord> {
                 at: get_n(item, "erasedAt")?,
             }),
             None => None,
+        },
+        merge: match (item.get("mergeId"), item.get("forkId")) {
+            (Some(_), Some(_)) => Some(MergeOrigin {
+                merge_id: get_s(item, "mergeId")?,
+                fork_id: get_s(item, "forkId")?,
+            }),
+            _ => None,
         },
     })
 }

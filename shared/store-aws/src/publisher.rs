@@ -20,7 +20,7 @@ impl Publisher {
         let mut announcements: Vec<(usize, WorkspaceEvent)> = Vec::new();
         for (i, r) in records.iter().enumerate() {
             match plan(r) {
-                Ok(Some(Work::Announce(e))) => announcements.push((i, e)),
+                Ok(Some(Work::Announce(e))) => announcements.push((i, *e)),
                 Ok(Some(Work::DeleteBody(body))) => {
                     if let Err(e) = self.bodies.delete(&body).await {
                         tracing::warn!(error = %e, key = %body.key, "pruned body not deleted yet");

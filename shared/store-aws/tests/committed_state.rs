@@ -454,3 +454,68 @@ async fn erasing_a_version_is_announced_from_the_stream_and_its_s3_version_is_go
         "not the put's id"
     );
 }
+
+/// A merge's changes reach subscribers from the stream like any write, naming the merge
+/// and the fork (the version items carry them).
+#[tokio::test]
+async fn changes_a_merge_makes_are_announced_with_the_merge_and_the_fork() {
+    use workspace_core::forks::three_way::Strategy;
+    use workspace_core::service::{ForkRequest, MergeOutcome, MergeRequest};
+    let env = common::fresh(None).await;
+    let observed = common::observed_bus().await;
+    let svc = service(&env, 20);
+    let fork = svc
+        .create_fork(&alice(), ForkRequest::default())
+        .await
+        .unwrap();
+    let in_fork = Identity::read_write(
+        Scope::new(alice().scope.tenant.clone(), fork.workspace.clone()),
+        "alice",
+    );
+    svc.put(&in_fork, put("merged.md", "from the fork", None))
+        .await
+        .unwrap();
+    let MergeOutcome::Merged(report) = svc
+        .merge_fork(
+            &alice(),
+            fork.workspace.as_str(),
+            MergeRequest {
+                strategy: Strategy::Fail,
+                resolutions: Default::default(),
+                dry_run: false,
+                discard_fork: false,
+                idempotency_key: None,
+            },
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("the merge has no conflict");
+    };
+    let records = common::stream_records(env.stream_arn.as_deref().expect("stream")).await;
+    let failed = publisher(&env, &observed.bus).process(&records).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    // The fork's own write and the merge's write in the parent.
+    let got = observed.drain(2).await;
+    let mut seen: Vec<(String, Option<String>, Option<String>)> = got
+        .iter()
+        .map(|m| {
+            workspace_contract::event_schema::assert_valid(m);
+            let d = &m["detail"];
+            let s = |k: &str| d.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+            (s("workspace").unwrap(), s("mergeId"), s("forkId"))
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            (
+                "main".to_owned(),
+                Some(report.merge_id.clone()),
+                Some(fork.workspace.to_string())
+            ),
+            (fork.workspace.to_string(), None, None),
+        ]
+    );
+}

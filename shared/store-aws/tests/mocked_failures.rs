@@ -32,6 +32,8 @@ fn event(path: &str) -> WorkspaceEvent {
         time: "2026-01-01T00:00:00.000Z".into(),
         size: 3,
         content_type: "text/markdown".into(),
+        merge_id: None,
+        fork_id: None,
     }
 }
 

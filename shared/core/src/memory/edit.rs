@@ -157,6 +157,7 @@ impl Memory<'_> {
             .put(
                 self.who,
                 PutRequest {
+                    merge: None,
                     path: Some(file.clone()),
                     content,
                     content_type,

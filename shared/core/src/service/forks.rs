@@ -847,16 +847,24 @@ impl WorkspaceService {
         }
 
         // 2. Apply, each conditional on the target head compared.
+        // Every version the merge writes (and its event) names the merge and the fork.
+        let origin = MergeOrigin {
+            merge_id: merge_id.clone(),
+            fork_id: scope.workspace.to_string(),
+        };
         let target_who = Self::parent_identity(who, target);
         let mut applied = Vec::with_capacity(ops.len());
         for (op, expected) in ops {
-            applied.push(self.apply(&target_who, op, expected.as_ref()).await?);
+            applied.push(
+                self.apply(&target_who, op, expected.as_ref(), &origin)
+                    .await?,
+            );
         }
 
         // 3. Align the fork where it differs from the merged result.
         let fork_who = Self::parent_identity(who, &scope);
         for path in align {
-            self.align(&fork_who, &parent, &path, sides.own.get(&path))
+            self.align(&fork_who, &parent, &path, sides.own.get(&path), &origin)
                 .await?;
         }
 
@@ -1029,6 +1037,7 @@ impl WorkspaceService {
         parent_who: &Identity,
         op: ParentOp,
         expected: Option<&FileState>,
+        origin: &MergeOrigin,
     ) -> Result<Applied> {
         let moved = |path: &str, e: WorkspaceError| match e {
             WorkspaceError::Conflict {
@@ -1056,6 +1065,7 @@ impl WorkspaceService {
                     if_match: expected.map(|s| s.etag.clone()),
                     if_none_match_any: expected.is_none(),
                     idempotency_key: None,
+                    merge: Some(origin.clone()),
                 };
                 let stored = self
                     .put_within(
@@ -1078,7 +1088,7 @@ impl WorkspaceService {
             ParentOp::Delete { path } => {
                 let fp = FilePath::parse(&path)?;
                 let etag = expected.map(|s| s.etag.clone());
-                self.delete(parent_who, &fp, etag.as_deref())
+                self.delete_as(parent_who, &fp, etag.as_deref(), Some(origin))
                     .await
                     .map_err(|e| moved(&path, e))?;
                 Ok(Applied {
@@ -1099,6 +1109,7 @@ impl WorkspaceService {
         parent: &Scope,
         path: &str,
         own: Option<&Head>,
+        origin: &MergeOrigin,
     ) -> Result<()> {
         let Some(own) = own else {
             return Ok(()); // the fork reads it through from its new base
@@ -1116,6 +1127,7 @@ impl WorkspaceService {
                     if_match: own.is_live().then(|| own.etag.clone()),
                     if_none_match_any: !own.is_live(),
                     idempotency_key: None,
+                    merge: Some(origin.clone()),
                 };
                 self.put_within(
                     fork_who,
@@ -1128,7 +1140,10 @@ impl WorkspaceService {
                 .await
                 .map(|_| ())
             }
-            None if own.is_live() => self.delete(fork_who, &fp, Some(&own.etag)).await,
+            None if own.is_live() => {
+                self.delete_as(fork_who, &fp, Some(&own.etag), Some(origin))
+                    .await
+            }
             None => Ok(()),
         };
         match result {

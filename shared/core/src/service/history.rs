@@ -142,6 +142,7 @@ impl WorkspaceService {
             who,
             limit,
             PutRequest {
+                merge: None,
                 path: Some(path.clone()),
                 content,
                 content_type: Some(item.content_type),

@@ -32,7 +32,7 @@ use crate::error::{Result, WorkspaceError};
 use crate::limits::Limits;
 use crate::model::{
     format_time, make_etag, sha256_hex, BodyRef, FileMeta, FilePage, Head, IdempotencyRecord,
-    Millis, Pin, StoredFile, VersionRecord,
+    MergeOrigin, Millis, Pin, StoredFile, VersionRecord,
 };
 use crate::path::{FilePath, PathPrefix};
 use crate::ports::{
@@ -103,6 +103,8 @@ pub struct PutRequest {
     pub if_match: Option<String>,
     pub if_none_match_any: bool,
     pub idempotency_key: Option<String>,
+    /// Set by a fork's merge only: the version records it (and so does its event).
+    pub merge: Option<MergeOrigin>,
 }
 
 pub struct WorkspaceService {

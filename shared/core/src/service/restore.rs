@@ -284,6 +284,7 @@ impl WorkspaceService {
             who,
             limit,
             PutRequest {
+                merge: None,
                 path: Some(path),
                 content,
                 content_type: Some(f.content_type.clone()),

@@ -306,6 +306,7 @@ impl WorkspaceService {
             .await;
         }
         let put = PutRequest {
+            merge: None,
             path: Some(path.clone()),
             content: bytes,
             content_type: Some(decl.content_type.clone()),

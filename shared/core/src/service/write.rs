@@ -285,6 +285,7 @@ impl WorkspaceService {
                     principal: who.principal.clone(),
                     deleted: false,
                     erased: None,
+                    merge: req.merge.clone(),
                 },
                 live_delta: if live(&head).is_some() { 0 } else { 1 },
                 max_files: self.limits.max_files,
@@ -331,6 +332,17 @@ impl WorkspaceService {
         path: &FilePath,
         if_match: Option<&str>,
     ) -> Result<()> {
+        self.delete_as(who, path, if_match, None).await
+    }
+
+    /// [`Self::delete`], by the merge `merge` when given (the tombstone records it).
+    pub(super) async fn delete_as(
+        &self,
+        who: &Identity,
+        path: &FilePath,
+        if_match: Option<&str>,
+        merge: Option<&MergeOrigin>,
+    ) -> Result<()> {
         who.paths.check_write(path)?;
         if let Some(v) = if_match {
             check_header_value("If-Match", v)?;
@@ -375,6 +387,7 @@ impl WorkspaceService {
                     principal: who.principal.clone(),
                     deleted: true,
                     erased: None,
+                    merge: merge.cloned(),
                 },
                 live_delta: -1,
                 max_files: self.limits.max_files,

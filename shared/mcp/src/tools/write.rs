@@ -80,6 +80,7 @@ async fn put(
         .put(
             ws.who,
             PutRequest {
+                merge: None,
                 path: Some(path.clone()),
                 content,
                 content_type,
