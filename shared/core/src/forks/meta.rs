@@ -396,6 +396,9 @@ impl MetaStore for ForkAwareMeta {
         scope: &Scope,
         query: &crate::changes::ChangeQuery,
     ) -> Result<crate::changes::ChangePage> {
+        // A fork that does not exist (or expired) has no change log to list: 404, as on
+        // every other route, not an empty page.
+        self.fork_record(scope).await?;
         self.inner.list_changes(scope, query).await
     }
 
@@ -420,6 +423,7 @@ impl MetaStore for ForkAwareMeta {
         before: Option<&str>,
         limit: usize,
     ) -> Result<Vec<SnapshotInfo>> {
+        self.fork_record(scope).await?;
         self.inner
             .list_snapshots(scope, id_prefix, before, limit)
             .await

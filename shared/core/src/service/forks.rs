@@ -455,6 +455,8 @@ impl WorkspaceService {
         before: Option<&str>,
     ) -> Result<(Vec<Fork>, Option<String>)> {
         whole_workspace(who)?;
+        // A fork has no forks; one that does not exist is 404, as on every route.
+        self.forks.fork_record(&who.scope).await?;
         let limit = crate::limits::page_limit(limit, MAX_FORKS_PAGE, MAX_FORKS_PAGE)?;
         if let Some(b) = before {
             if !b.starts_with(BASE_ID_PREFIX) || b.len() > 128 {
