@@ -673,4 +673,29 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn a_cleared_index_finds_nothing_and_indexes_again() {
+        let mut index = index_of(&[("a.md", "apples and pears"), ("b.md", "more apples")]);
+        index.set_cursor("|9").unwrap();
+        index.begin().unwrap();
+        index.clear().unwrap();
+        index.commit().unwrap();
+        let apples = ["apples".to_owned()];
+        assert_eq!(index.cursor().unwrap(), None);
+        assert!(index.files("").unwrap().is_empty());
+        assert!(index.keyword(&apples, "", None).unwrap().is_empty());
+        assert_eq!(
+            index.substring_candidates("pears", "").unwrap(),
+            Some(vec![])
+        );
+        index.put("c.md", &file(1), Some("apples again")).unwrap();
+        let found = index.keyword(&apples, "", Some(5)).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].path, "c.md");
+        assert_eq!(
+            index.substring_candidates("les ag", "").unwrap(),
+            Some(vec!["c.md".to_owned()])
+        );
+    }
 }
