@@ -428,6 +428,8 @@ impl Harness {
             }),
             max_file_bytes: SEARCH_MAX_FILE_BYTES,
             max_scan_bytes: SEARCH_MAX_SCAN_BYTES,
+            max_regex_millis: workspace_core::search::MAX_REGEX_MILLIS,
+            max_catch_up_paths: workspace_core::search::MAX_CATCH_UP_PATHS,
         });
         Self {
             app: Arc::new(every_route(App::new(Arc::new(keys)).with_files(service))),

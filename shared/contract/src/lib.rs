@@ -118,6 +118,8 @@ macro_rules! contract_tests {
             search::search_never_reaches_another_workspace_or_a_key_s_hidden_paths,
             search::search_sees_every_acknowledged_write_delete_and_restore,
             search::searches_racing_writers_see_every_acknowledged_write,
+            search::search_after_a_backlog_over_the_catch_up_bound_misses_nothing,
+            search::a_regex_search_past_its_time_bound_stops_with_a_clear_error,
         );
     };
     (@cases $make:expr; $($module:ident :: $case:ident),* $(,)?) => {

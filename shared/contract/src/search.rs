@@ -3,8 +3,8 @@
 //! writers (checked against a model of when each version was current).
 
 use crate::harness::{
-    file_uri, Harness, Reply, KEY_A, KEY_EVIL, KEY_OTHER, KEY_SCOPED, SEARCH_MAX_FILE_BYTES,
-    SEARCH_MAX_SCAN_BYTES,
+    file_uri, scope, Harness, Reply, KEY_A, KEY_EVIL, KEY_OTHER, KEY_SCOPED, LIMITS,
+    SEARCH_MAX_FILE_BYTES, SEARCH_MAX_SCAN_BYTES,
 };
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -13,6 +13,10 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
+use workspace_core::ports::{FromCommittedState, RandomIds};
+use workspace_core::search::{ChangeFeed, FeedPage, Mode};
+use workspace_core::service::{SearchRequest, SearchWiring};
+use workspace_core::{Identity, Scope, WorkspaceService};
 
 const SEARCH: &str = "/v1/host/workspace/search";
 
@@ -610,4 +614,177 @@ pub async fn searches_racing_writers_see_every_acknowledged_write(h: Harness) {
             }
         }
     }
+}
+
+/// A change feed the case keeps itself: the path of each acknowledged write, in order; a
+/// position is how many it holds, and it is read one path per page (an outbox read in
+/// pages, so a backlog takes many).
+#[derive(Default)]
+struct Journal(std::sync::Mutex<Vec<String>>);
+
+impl Journal {
+    fn push(&self, path: &str) {
+        self.0.lock().unwrap().push(path.to_owned());
+    }
+}
+
+#[async_trait::async_trait]
+impl ChangeFeed for Journal {
+    async fn position(&self, _: &Scope) -> workspace_core::Result<String> {
+        Ok(self.0.lock().unwrap().len().to_string())
+    }
+
+    async fn since(
+        &self,
+        _: &Scope,
+        cursor: &str,
+        _limit: usize,
+    ) -> workspace_core::Result<Option<FeedPage>> {
+        let after: usize = cursor.parse().expect("a journal position");
+        let paths = self.0.lock().unwrap();
+        let end = (after + 1).min(paths.len());
+        Ok(Some(FeedPage {
+            paths: paths[after..end].iter().cloned().collect(),
+            cursor: end.to_string(),
+            more: end < paths.len(),
+        }))
+    }
+}
+
+/// A search service over the harness's stores with its own wiring: its own indexes, which
+/// the harness's commits never bring up to date (only its searches do), its feed and bounds.
+fn search_service(
+    h: &Harness,
+    feed: Arc<dyn ChangeFeed>,
+    max_regex_millis: u64,
+    max_catch_up_paths: usize,
+) -> WorkspaceService {
+    WorkspaceService::new(
+        h.meta.clone(),
+        h.bodies.clone(),
+        Arc::new(FromCommittedState),
+        h.clock.clone(),
+        Arc::new(RandomIds),
+        LIMITS,
+    )
+    .with_search(SearchWiring {
+        indexes: Arc::new(workspace_search::LocalIndexes::in_memory()),
+        feed,
+        max_file_bytes: SEARCH_MAX_FILE_BYTES,
+        max_scan_bytes: SEARCH_MAX_SCAN_BYTES,
+        max_regex_millis,
+        max_catch_up_paths,
+    })
+}
+
+/// [`KEY_A`]'s caller.
+fn alice() -> Identity {
+    Identity::read_write(scope("acme", "main"), "alice")
+}
+
+fn request(q: &str, mode: Mode) -> SearchRequest {
+    SearchRequest {
+        q: q.to_owned(),
+        mode,
+        ..SearchRequest::default()
+    }
+}
+
+/// The paths of a page's hits, in order.
+fn page_paths(page: &workspace_core::service::SearchPage) -> Vec<String> {
+    page.hits.iter().map(|h| h.path.clone()).collect()
+}
+
+pub async fn search_after_a_backlog_over_the_catch_up_bound_misses_nothing(h: Harness) {
+    const BOUND: usize = 2;
+    let journal = Arc::new(Journal::default());
+    let search = search_service(&h, journal.clone(), 2_000, BOUND);
+    let who = alice();
+    // The index exists (built from the store), so what follows reaches it as changes.
+    h.put(KEY_A, "a.md", "shared alpha").await.assert_ok();
+    journal.push("a.md");
+    let first = search.search(&who, &request("shared", Mode::Keyword)).await;
+    assert_eq!(page_paths(&first.expect("search")), ["a.md"]);
+    // A backlog of four paths, one a page, over a bound of two.
+    for (path, word) in [
+        ("b.md", "bravo"),
+        ("c.md", "charlie"),
+        ("d.md", "delta"),
+        ("e.md", "echo"),
+    ] {
+        h.put(KEY_A, path, &format!("shared {word}"))
+            .await
+            .assert_ok();
+        journal.push(path);
+    }
+    let all = search
+        .search(&who, &request("shared", Mode::Keyword))
+        .await
+        .expect("search");
+    let mut paths = page_paths(&all);
+    paths.sort();
+    assert_eq!(
+        paths,
+        ["a.md", "b.md", "c.md", "d.md", "e.md"],
+        "every acknowledged write is found after a backlog over the bound"
+    );
+    assert_eq!(all.index.total, 5);
+    assert_eq!(all.index.consistency, "fresh");
+    // The last write of the backlog, by itself, with the version the store holds.
+    let echo = search
+        .search(&who, &request("echo", Mode::Keyword))
+        .await
+        .expect("search");
+    assert_eq!(page_paths(&echo), ["e.md"]);
+    let live = h.get(KEY_A, "e.md").await.assert_ok();
+    assert_eq!(echo.hits[0].etag, live["etag"].as_str().unwrap());
+    // A backlog within the bound is applied path by path, deletes included.
+    h.delete(KEY_A, "b.md").await;
+    journal.push("b.md");
+    let after_delete = search
+        .search(&who, &request("bravo", Mode::Keyword))
+        .await
+        .expect("search");
+    assert!(page_paths(&after_delete).is_empty());
+    assert_eq!(after_delete.index.pending, 1, "one path applied");
+    assert_eq!(after_delete.index.total, 4);
+}
+
+pub async fn a_regex_search_past_its_time_bound_stops_with_a_clear_error(h: Harness) {
+    for (p, n) in [("t/a.md", 1), ("t/b.md", 2)] {
+        h.put(KEY_A, p, &format!("version v{n}.0 here"))
+            .await
+            .assert_ok();
+    }
+    let feed = Arc::new(workspace_core::search::ChangeLogFeed {
+        meta: h.meta.clone(),
+        clock: h.clock.clone(),
+    });
+    // No time at all: the bound is passed by the time the first file is read.
+    let search = search_service(&h, feed, 0, workspace_core::search::MAX_CATCH_UP_PATHS);
+    let who = alice();
+    let err = search
+        .search(&who, &request(r"v\d+\.\d+", Mode::Regex))
+        .await
+        .expect_err("past the time bound");
+    assert!(
+        matches!(err, workspace_core::WorkspaceError::Validation(_)),
+        "a 400: {err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("0 ms for a regex") && message.contains("narrow it with prefix="),
+        "the message names the bound and what to do: {message}"
+    );
+    // The time bound is the regex mode's only: an exact search over the same files answers.
+    let exact = search
+        .search(&who, &request("v1.0", Mode::Exact))
+        .await
+        .expect("an exact search has no time bound");
+    assert_eq!(page_paths(&exact), ["t/a.md"]);
+    // Through the router, with the usual bound, the same regex answers.
+    let r = h
+        .found(KEY_A, &[("q", r"v\d+\.\d+"), ("mode", "regex")])
+        .await;
+    assert_eq!(hit_paths(&r), ["t/a.md", "t/b.md"]);
 }

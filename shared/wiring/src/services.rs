@@ -96,5 +96,7 @@ pub fn search_in_memory(
         feed,
         max_file_bytes: workspace_core::search::MAX_INDEXED_FILE_BYTES,
         max_scan_bytes: workspace_core::search::MAX_SCAN_BYTES,
+        max_regex_millis: workspace_core::search::MAX_REGEX_MILLIS,
+        max_catch_up_paths: workspace_core::search::MAX_CATCH_UP_PATHS,
     }
 }

@@ -43,7 +43,8 @@ pub const MAX_LINES_PER_HIT: usize = 5;
 pub const MAX_LINE_CHARS: usize = 400;
 /// Skipped files named in one answer (the count is always complete).
 pub const MAX_SKIPPED_LISTED: usize = 100;
-/// Changes one catch-up applies from the feed before rebuilding the index instead.
+/// Changed paths one catch-up takes from the feed (a head read each) before it rebuilds the
+/// index from the store instead; either way the search then sees every acknowledged write.
 pub const MAX_CATCH_UP_PATHS: usize = 20_000;
 
 /// How the query is read.

@@ -15,8 +15,8 @@ use super::*;
 use crate::search::lines::{matching_lines, LineMatch};
 use crate::search::{
     skip_reason, ChangeFeed, IndexedFile, Mode, SearchIndexes, Skipped, TextIndex,
-    DEFAULT_SEARCH_LIMIT, MAX_CATCH_UP_PATHS, MAX_QUERY_BYTES, MAX_QUERY_WORDS, MAX_REGEX_MILLIS,
-    MAX_REGEX_PROGRAM_BYTES, MAX_SEARCH_LIMIT, MAX_SKIPPED_LISTED,
+    DEFAULT_SEARCH_LIMIT, MAX_QUERY_BYTES, MAX_QUERY_WORDS, MAX_REGEX_PROGRAM_BYTES,
+    MAX_SEARCH_LIMIT, MAX_SKIPPED_LISTED,
 };
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -31,6 +31,12 @@ pub struct SearchWiring {
     pub max_file_bytes: u64,
     /// Bytes of text one search may scan (normally [`crate::search::MAX_SCAN_BYTES`]).
     pub max_scan_bytes: u64,
+    /// Milliseconds a regex search may scan for (normally
+    /// [`crate::search::MAX_REGEX_MILLIS`]).
+    pub max_regex_millis: u64,
+    /// Changed paths one catch-up takes from the feed before it rebuilds the index from the
+    /// store instead (normally [`crate::search::MAX_CATCH_UP_PATHS`]).
+    pub max_catch_up_paths: usize,
 }
 
 /// Scopes queued for an index refresh at most (each is a few bytes; duplicates are merged
@@ -131,6 +137,8 @@ struct Plan {
     offset: usize,
     /// Bytes of text the search may scan.
     max_scan: u64,
+    /// Milliseconds a regex search may scan for.
+    max_regex_millis: u64,
 }
 
 fn bad(msg: impl Into<String>) -> WorkspaceError {
@@ -146,7 +154,7 @@ fn words_of(q: &str) -> Vec<String> {
 }
 
 impl Plan {
-    fn new(req: &SearchRequest, max_scan: u64) -> Result<Plan> {
+    fn new(req: &SearchRequest, wiring: &SearchWiring) -> Result<Plan> {
         if req.q.is_empty() {
             return Err(bad("q is required: the text to search for"));
         }
@@ -183,7 +191,8 @@ impl Plan {
             glob,
             limit,
             offset: req.offset,
-            max_scan,
+            max_scan: wiring.max_scan_bytes,
+            max_regex_millis: wiring.max_regex_millis,
         };
         match req.mode {
             Mode::Keyword => {
@@ -243,7 +252,7 @@ impl WorkspaceService {
     /// One page of hits for `req`, best first.
     pub async fn search(&self, who: &Identity, req: &SearchRequest) -> Result<SearchPage> {
         let wiring = self.search_wiring()?;
-        let plan = Plan::new(req, wiring.max_scan_bytes)?;
+        let plan = Plan::new(req, wiring)?;
         if let Some(id) = &req.snapshot {
             let snapshot = self.get_snapshot(who, id).await?;
             let mut index = wiring.indexes.scratch()?;
@@ -439,9 +448,11 @@ impl WorkspaceService {
             .unwrap_or_default())
     }
 
-    /// Applies every change the feed has after the index's cursor (or rebuilds the index
-    /// when it has none, the feed no longer reaches back, or a fork's base moved). Returns
-    /// how many paths it applied.
+    /// Applies every change the feed has after the index's cursor, or rebuilds the index
+    /// from the store when it has none, the feed no longer reaches back, a fork's base
+    /// moved, or the backlog is over the wiring's `max_catch_up_paths`. Either way the
+    /// index then holds every change acknowledged before the call. Returns how many paths
+    /// it applied (after a rebuild: how many live files it indexed).
     async fn catch_up(
         &self,
         scope: &Scope,
@@ -449,7 +460,10 @@ impl WorkspaceService {
         feed: &dyn ChangeFeed,
     ) -> Result<u64> {
         let generation = self.index_generation(scope).await?;
+        let bound = self.search_wiring()?.max_catch_up_paths;
         let mut applied = 0u64;
+        // Paths taken from the feed so far (each costs a head read).
+        let mut taken = 0usize;
         loop {
             let position = match position_in(index.cursor()?, &generation) {
                 Some(p) => p,
@@ -458,6 +472,12 @@ impl WorkspaceService {
             let Some(page) = feed.since(scope, &position, 1000).await? else {
                 return self.rebuild_index(scope, index, feed, &generation).await;
             };
+            taken += page.paths.len();
+            if taken > bound {
+                // Too far behind to apply path by path. The pages applied so far stay
+                // committed; the rebuild indexes every live file as the store holds it now.
+                return self.rebuild_index(scope, index, feed, &generation).await;
+            }
             index.begin()?;
             for path in &page.paths {
                 let Ok(p) = FilePath::parse(path) else {
@@ -473,7 +493,7 @@ impl WorkspaceService {
             }
             index.set_cursor(&format!("{generation}|{}", page.cursor))?;
             index.commit()?;
-            if !page.more || applied as usize > MAX_CATCH_UP_PATHS {
+            if !page.more {
                 return Ok(applied);
             }
         }
@@ -546,12 +566,11 @@ impl WorkspaceService {
         let Some(position) = position_in(cursor, &generation) else {
             return self.meta.live_count(scope).await;
         };
-        Ok(
-            match feed.since(scope, &position, MAX_CATCH_UP_PATHS).await? {
-                Some(page) => page.paths.len() as u64,
-                None => self.meta.live_count(scope).await?,
-            },
-        )
+        let bound = self.search_wiring()?.max_catch_up_paths;
+        Ok(match feed.since(scope, &position, bound).await? {
+            Some(page) => page.paths.len() as u64,
+            None => self.meta.live_count(scope).await?,
+        })
     }
 
     /// Runs `plan` against `index`: ranks, pages, and cuts each hit's lines.
@@ -655,7 +674,8 @@ impl WorkspaceService {
 }
 
 /// Exact and regex modes: reads each candidate's text and counts its matches (ranked by
-/// count, then path), within the plan's scan limit and (regex) [`MAX_REGEX_MILLIS`].
+/// count, then path), within the plan's scan limit and (regex) its time limit, both checked
+/// before each file is matched.
 fn scan_hits(
     plan: &Plan,
     who: &Identity,
@@ -666,7 +686,7 @@ fn scan_hits(
         return Ok((Vec::new(), false));
     };
     let started = Instant::now();
-    let deadline = Duration::from_millis(MAX_REGEX_MILLIS);
+    let deadline = Duration::from_millis(plan.max_regex_millis);
     let mut scanned = 0u64;
     let mut found: Vec<(usize, SearchHit)> = Vec::new();
     for path in candidates.iter().filter(|p| plan.admits(who, p)) {
@@ -676,9 +696,10 @@ fn scan_hits(
         scanned += text.len() as u64;
         if scanned > plan.max_scan || (plan.mode == Mode::Regex && started.elapsed() > deadline) {
             return Err(bad(format!(
-                "the search stopped after scanning {scanned} bytes in {} ms (limits: {} bytes, {MAX_REGEX_MILLIS} ms for a regex); narrow it with prefix= or glob=, or use mode=keyword",
+                "the search stopped after scanning {scanned} bytes in {} ms (limits: {} bytes, {} ms for a regex); narrow it with prefix= or glob=, or use mode=keyword",
                 started.elapsed().as_millis(),
-                plan.max_scan
+                plan.max_scan,
+                plan.max_regex_millis
             )));
         }
         let ranges: Vec<(usize, usize)> = matcher
