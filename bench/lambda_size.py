@@ -56,7 +56,8 @@ def tree(package):
 
 def floor_of(fn, crates):
     """The floor that builds the same clients under the same runtime crate (lambda_http for
-    API Gateway events, lambda_runtime for the rest, as the function's manifest says)."""
+    API Gateway events, lambda_runtime for the rest, as the function's manifest says). A
+    function without an AWS client (fn-console) gets the bare floor, `floor-http`."""
     sdks = [s for s in SDKS if f"aws-sdk-{s}" in crates]
     manifest = (ROOT / "functions" / fn.removeprefix("fn-") / "Cargo.toml").read_text()
     kind = "http" if "lambda_http" in manifest else "events"

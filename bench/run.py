@@ -6,7 +6,8 @@
 It measures the local server over HTTP (PUT, GET, a page of 100, with 1 and 16 clients),
 listing scale (a page of 100 from 10,000 files against one from 100), and the MCP tools
 over stdio and HTTP against the official MCP filesystem server (pinned in bench/peer,
-installed there by this script) on the same machine, then prints a Markdown table. AWS
+installed there by this script) on the same machine, and the web console's first load in
+Chromium (bench/console.py), then prints a Markdown table. AWS
 calls per operation are not timed here: `shared/store-aws/tests/call_budget.rs` asserts
 them on the emulator in every test run. Loopback only; every loop is bounded.
 """
@@ -267,6 +268,10 @@ def main():
                  "--peer-js", peer_js, "--peer-dir", peer_dir, "--base", base, "--key", key,
                  "--n", str(20 if a.smoke else 500)],
                 check=True, capture_output=True, text=True).stdout)
+            console = json.loads(subprocess.run(
+                [sys.executable, os.path.join(ROOT, "bench", "console.py"), "--base", base,
+                 "--key", KEYS["small"], "--rounds", str(3 if a.smoke else 15)],
+                check=True, capture_output=True, text=True).stdout)
         finally:
             s.stop()
     search = search_costs(bin_dir, a.smoke)
@@ -311,6 +316,11 @@ def main():
           f"{pi['p99Ms']:.2f} / {pp['p99Ms']:.2f} | | {pi['p50Ms'] / pp['p50Ms']:.2f}× |")
     print(f"| index size / content size | {search['index_bytes'] / 1e6:.1f} MB / {search['bytes'] / 1e6:.1f} MB | | | "
           f"{search['index_bytes'] / search['bytes']:.2f}× |")
+    print(f"| console first load: page and assets ({console['firstLoadFiles']} files), raw / gzipped | "
+          f"{console['firstLoadBytes'] / 1024:.1f} KiB / {console['firstLoadGzipBytes'] / 1024:.1f} KiB | | | "
+          f"{console['firstLoadGzipBytes'] / (150 * 1024):.2f}× the 150 KB budget |")
+    print(f"| console: navigation to a usable file list (signed in, cold cache, median of {console['rounds']}) | "
+          f"{console['usableListP50Ms']:.0f} | | | |")
     print("\npeer: @modelcontextprotocol/server-filesystem (bench/peer/package.json); ours fsyncs every "
           "acknowledged write, the peer does not.")
 

@@ -5,7 +5,9 @@
 # store and on moto, every recorded event through each function's bootstrap under the
 # Runtime Interface Emulator from aws-sam-cli, and `sam build` of two functions for arm64).
 # Needs only what a fresh machine has (cargo, python3); it installs the rest under ./.venv.
-# Needs node and npm for the bench smoke (the MCP peer in bench/peer).
+# Needs node and npm for the bench smoke (the MCP peer in bench/peer) and for axe-core in the
+# console's browser suite (tests/console, Playwright driving Debian's chromium, which this
+# installs with apt-get when it is missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +18,19 @@ if [ ! -x "$venv/bin/sam" ] || ! cmp -s "$req" "$venv/.installed-requirements"; 
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
   cp "$req" "$venv/.installed-requirements"
+fi
+
+# The console's browser tests (tests/console, run by `cargo test`) drive Debian's chromium:
+# Playwright's own browser download cannot work here.
+if [ ! -x /usr/bin/chromium ]; then
+  echo "== installing Debian's chromium for the console's browser tests (apt-get, as root)"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "chromium is missing and this is not root: run 'sudo apt-get update && sudo apt-get install -y chromium', then again" >&2
+    exit 1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
+  [ -x /usr/bin/chromium ] || { echo "apt-get installed no /usr/bin/chromium" >&2; exit 1; }
 fi
 
 # A one-off build (CI) gains nothing from incremental state, which is several GB here.

@@ -435,7 +435,8 @@ async fn serve() -> Result<(), String> {
         .with_files(files)
         .with_sessions(Arc::new(sessions))
         .serve_every_function()
-        .serve(workspace_mcp::http::ROUTES);
+        .serve(workspace_mcp::http::ROUTES)
+        .serve(workspace_console::ROUTES);
     // Conformance only: off unless OPENWOP_TEST_SEAM_ENABLED=true (then unknown routes).
     let app = if local.test_seams {
         tracing::warn!("OPENWOP_TEST_SEAM_ENABLED=true: serving the conformance test seams, which act as any owner a request names; never in production");

@@ -962,6 +962,53 @@ fn script() -> Vec<Step> {
         |st| st.expect(Expect::Envelope(404, "not_found")),
     );
 
+    s.section("contract: console");
+    // The web console as a browser loads it (no credential): the page, an asset of this
+    // build, the asset again as a cache revalidation, an unknown asset, and `/console/`,
+    // which no route matches (the `$default` route's function redirects it).
+    let page = workspace_console::page();
+    let js = workspace_console::asset("app.js").expect("app.js is compiled in");
+    let browser = |st: Step| st.who(Who::Anon).header("Accept", "text/html,*/*;q=0.8");
+    s.add("console-page", "GET", workspace_console::PAGE, |st| {
+        browser(st)
+            .expect(Expect::Status(200))
+            .expect(Expect::ContentType(page.content_type.to_owned()))
+            .expect(Expect::Body(page.bytes.to_vec()))
+    });
+    s.add("console-page-index", "GET", "/console/index.html", |st| {
+        browser(st)
+            .expect(Expect::Status(200))
+            .expect(Expect::Body(page.bytes.to_vec()))
+    });
+    let app_js = format!("/console/assets/{}/app.js", workspace_console::BUILD);
+    s.add("console-asset", "GET", &app_js, |st| {
+        browser(st)
+            .expect(Expect::Status(200))
+            .expect(Expect::ContentType(js.content_type.to_owned()))
+            .expect(Expect::Body(js.bytes.to_vec()))
+    });
+    s.add("console-asset-not-modified", "GET", &app_js, |st| {
+        browser(st)
+            .header("If-None-Match", js.etag)
+            .expect(Expect::Status(304))
+            .expect(Expect::Body(Vec::new()))
+    });
+    s.add(
+        "console-asset-unknown",
+        "GET",
+        &format!("/console/assets/{}/nope.js", workspace_console::BUILD),
+        |st| browser(st).expect(Expect::Envelope(404, "not_found")),
+    );
+    s.add(
+        "console-asset-other-build",
+        "GET",
+        "/console/assets/000000000000/app.js",
+        |st| browser(st).expect(Expect::Envelope(404, "not_found")),
+    );
+    s.add("console-trailing-slash", "GET", "/console/", |st| {
+        browser(st).expect(Expect::Envelope(308, "moved"))
+    });
+
     s.section("corpus: content types and byte patterns");
     for (name, ct, bytes) in patterns() {
         let blob = format!("/v1/host/blob/default/corpus/{name}");
@@ -1582,6 +1629,11 @@ const COMPARED_HEADERS: &[&str] = &[
     "content-encoding",
     "content-language",
     "retry-after",
+    // What a browser enforces on the console's answers.
+    "content-security-policy",
+    "x-content-type-options",
+    "x-frame-options",
+    "referrer-policy",
 ];
 
 #[derive(Debug, PartialEq)]

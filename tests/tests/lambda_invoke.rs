@@ -87,7 +87,7 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         f("WorkspacesFunction"),
         f("AuthorizerFunction"),
     );
-    let index_fn = f("IndexFunction");
+    let (index_fn, console_fn) = (f("IndexFunction"), f("ConsoleFunction"));
     let (search_fn, indexer_fn) = (f("SearchFunction"), f("IndexerFunction"));
 
     let status = |v: &Value| v["statusCode"].as_u64().unwrap_or_default();
@@ -109,6 +109,83 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     assert_eq!(body(&list)["files"][0]["path"], "notes/today.md");
     let health = invoke(&get_fn, "health.json").await;
     assert_eq!(status(&health), 200, "{health}");
+
+    // The console (no AWS client, no credential): its page, the page again as
+    // `console/index.html`, an asset of this build and its 304, an unknown asset.
+    let header = |v: &Value, name: &str| v["headers"][name].as_str().map(str::to_owned);
+    let served = |v: &Value| -> Vec<u8> {
+        let text = v["body"].as_str().unwrap_or_default();
+        if v["isBase64Encoded"] == true {
+            workspace_tests::b64::decode(text).expect("base64 body")
+        } else {
+            text.as_bytes().to_vec()
+        }
+    };
+    let page = workspace_console::page();
+    for file in ["console-page.json", "console-asset.json"] {
+        let r = invoke(&console_fn, file).await;
+        assert_eq!(status(&r), 200, "{file}: {r}");
+        assert!(
+            served(&r) == page.bytes,
+            "{file}: not the page's bytes (a build of other assets?): {}",
+            r["headers"]
+        );
+        assert_eq!(
+            (
+                header(&r, "content-type").as_deref(),
+                header(&r, "etag").as_deref(),
+                header(&r, "cache-control").as_deref(),
+                header(&r, "content-security-policy").as_deref(),
+            ),
+            (
+                Some(page.content_type),
+                Some(page.etag),
+                Some("no-cache"),
+                Some(workspace_console::CONTENT_SECURITY_POLICY)
+            ),
+            "{file}: {r}"
+        );
+    }
+    let asset = |tail: String| {
+        move |e: &mut Value| {
+            e["rawPath"] = format!("/console/{tail}").into();
+            e["requestContext"]["http"]["path"] = format!("/console/{tail}").into();
+            e["pathParameters"]["asset"] = tail.clone().into();
+        }
+    };
+    let app_js = format!("assets/{}/app.js", workspace_console::BUILD);
+    let js = workspace_console::asset("app.js").expect("app.js is compiled in");
+    let r = invoke_edited(&console_fn, "console-asset.json", asset(app_js.clone())).await;
+    assert_eq!(status(&r), 200, "{r}");
+    assert!(
+        served(&r) == js.bytes,
+        "not app.js's bytes (a build of other assets?): {}",
+        r["headers"]
+    );
+    assert_eq!(header(&r, "content-type").as_deref(), Some(js.content_type));
+    assert_eq!(
+        header(&r, "cache-control").as_deref(),
+        Some("public, max-age=31536000, immutable")
+    );
+    let etag = header(&r, "etag").expect("an ETag");
+    let again = invoke_edited(&console_fn, "console-asset.json", |e| {
+        asset(app_js.clone())(e);
+        e["headers"]["if-none-match"] = etag.clone().into();
+    })
+    .await;
+    assert_eq!(status(&again), 304, "{again}");
+    assert!(served(&again).is_empty(), "{again}");
+    let missing = invoke_edited(
+        &console_fn,
+        "console-asset.json",
+        asset("assets/000000000000/app.js".to_owned()),
+    )
+    .await;
+    assert_eq!(
+        (status(&missing), body(&missing)["error"].as_str()),
+        (404, Some("not_found")),
+        "{missing}"
+    );
 
     // History, restore and diff; snapshots (the recorded id names none: 404).
     let restored = invoke(&put_fn, "restore-version.json").await;

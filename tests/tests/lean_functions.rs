@@ -1,6 +1,6 @@
 //! Each Lambda function depends on the AWS SDKs its IAM policy lets it call, and on nothing
-//! it does not serve: no SDK without a grant (`fn-delete` has no S3), no embedded store,
-//! no MCP outside `fn-mcp`. Read from `cargo tree` (what the function's own features pull
+//! it does not serve: no SDK without a grant (`fn-delete` has no S3, `fn-console` none at
+//! all), no embedded store, no MCP outside `fn-mcp`. Read from `cargo tree` (what the function's own features pull
 //! in) and template.yaml (what the function's role may do).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -125,4 +125,28 @@ fn each_function_carries_only_the_sdks_its_role_may_call() {
     }
     // A function whose role holds no S3 right links no S3 client.
     assert!(!tree("fn-delete").contains("aws-sdk-s3"));
+}
+
+/// The console's function serves compiled-in assets on public routes: no grant, and no AWS
+/// SDK at all, not even the credential providers (`aws-sdk-sts`) aws-config brings, nor
+/// the settings and adapters (`workspace-lambda` without its `aws` feature).
+#[test]
+fn the_console_function_links_no_aws_sdk() {
+    assert_eq!(
+        granted().get("fn-console"),
+        Some(&BTreeSet::new()),
+        "ConsoleFunction's role grants nothing but logs"
+    );
+    let crates = tree("fn-console");
+    let aws: Vec<&String> = crates
+        .iter()
+        .filter(|c| {
+            c.starts_with("aws-sdk-")
+                || c.starts_with("aws-config")
+                || c.starts_with("aws-smithy-")
+                || ["workspace-wiring", "workspace-store-aws"].contains(&c.as_str())
+        })
+        .collect();
+    assert!(aws.is_empty(), "fn-console depends on {aws:?}");
+    assert!(crates.contains("workspace-console"));
 }

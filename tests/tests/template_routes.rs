@@ -102,13 +102,15 @@ fn every_template_function_is_a_package_and_every_route_function_is_in_the_templ
 }
 
 /// What each function's `main` registers is exactly its rows of the table (the `mcp`
-/// function also answers `GET /health` with its own document).
+/// function also answers `GET /health` with its own document; `console` registers
+/// `workspace_console::ROUTES`).
 #[test]
 fn each_function_registers_exactly_its_rows() {
     let functions: BTreeSet<&str> = ROUTES.iter().map(|r| r.function).collect();
     for function in functions {
         let set = match function {
             "mcp" => workspace_mcp::http::FUNCTION_ROUTES,
+            "console" => workspace_console::ROUTES,
             f => serve::of_function(f).unwrap_or_else(|| panic!("no route set for {f}")),
         };
         let registered: HashSet<Route> = set.iter().map(|(r, _)| *r).collect();

@@ -1,6 +1,6 @@
 //! Contract cases for the file endpoints: reads, versions, preconditions, lineage, listing.
 
-use crate::harness::{file_uri, Harness, KEY_A, KEY_OTHER};
+use crate::harness::{file_uri, Harness, KEY_A, KEY_ADMIN, KEY_OTHER};
 use base64::Engine;
 use http::Method;
 use serde_json::{json, Value};
@@ -29,11 +29,36 @@ pub async fn put_then_get_returns_the_stored_file(h: Harness) {
     );
     let row = &h.list(KEY_A, "").await.assert_ok()["files"][0];
     assert_eq!(row["sha256"], v["sha256"], "{row}");
+    // Who wrote the live version, on the answer, the read and each list row.
+    assert_eq!(v["principal"], "alice", "{v}");
+    assert_eq!(row["principal"], "alice", "{row}");
 
     let get = h.get(KEY_A, "notes/today.md").await;
     let g = get.assert_ok();
     assert_eq!(g, v);
     assert_eq!(get.headers["etag"].to_str().unwrap(), etag);
+
+    // Another principal's write of the same file is listed as theirs.
+    h.put(KEY_ADMIN, "notes/other.md", "by root")
+        .await
+        .assert_ok();
+    let list = h.list(KEY_A, "").await.assert_ok();
+    let by: Vec<_> = list["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["path"].as_str().unwrap(),
+                r["principal"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by,
+        [("notes/other.md", "root"), ("notes/today.md", "alice")]
+    );
+    assert_eq!(h.delete(KEY_ADMIN, "notes/other.md").await.status, 204);
 
     let typed = h
         .call(Method::PUT, &file_uri("data.bin"), Some(KEY_A))

@@ -45,6 +45,9 @@ pub struct Head {
     /// that read the head before a snapshot pinned it fails and re-reads.
     #[serde(default)]
     pub pin_rev: u64,
+    /// Who wrote the live version (or the delete); empty in heads written before it was kept.
+    #[serde(default)]
+    pub principal: String,
 }
 
 /// A snapshot's hold on version item `seq` of a path, until `until` (or until the snapshot
@@ -144,6 +147,7 @@ impl SnapshotFile {
             etag: self.etag.clone(),
             size: self.size,
             updated_at: self.updated_at,
+            principal: String::new(),
             // An erased version's content hash is not shown either.
             sha256: if self.erased {
                 String::new()
@@ -176,6 +180,7 @@ impl Head {
             size: self.size,
             updated_at: self.updated_at,
             sha256: self.sha256.clone(),
+            principal: self.principal.clone(),
         }
     }
 }
@@ -231,6 +236,10 @@ pub struct FileMeta {
     /// does not say), so a client can check or compare content without reading it.
     #[serde(default)]
     pub sha256: String,
+    /// Who wrote this version, where the record says (file reads and listings; empty where
+    /// a record written before it was kept does not say).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub principal: String,
 }
 
 /// A remembered `Idempotency-Key`: a retry with the same key and the same request gets
@@ -309,6 +318,7 @@ mod tests {
             content_type: String::new(),
             updated_at: 0,
             deleted: false,
+            principal: String::new(),
             body: None,
             sha256: String::new(),
             pins: Vec::new(),

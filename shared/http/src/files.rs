@@ -77,6 +77,9 @@ pub(crate) fn meta_json(m: &FileMeta) -> Value {
     if !m.sha256.is_empty() {
         v["sha256"] = Value::String(m.sha256.clone());
     }
+    if !m.principal.is_empty() {
+        v["principal"] = Value::String(m.principal.clone());
+    }
     v
 }
 

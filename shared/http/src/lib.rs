@@ -498,6 +498,19 @@ fn with_label(mut resp: HttpResponse, label: &'static str) -> HttpResponse {
 }
 
 fn no_route(parts: &http::request::Parts, path: &str) -> HttpResponse {
+    // `/console/` matches no row (a greedy parameter captures at least one character, on
+    // API Gateway too): send the person to the console's page.
+    if parts.method == http::Method::GET && path == "/console/" {
+        let mut resp = error_response(
+            StatusCode::PERMANENT_REDIRECT,
+            "moved",
+            "the console is at /console",
+            None,
+        );
+        resp.headers_mut()
+            .insert(header::LOCATION, HeaderValue::from_static("/console"));
+        return resp;
+    }
     error_response(
         StatusCode::NOT_FOUND,
         "not_found",

@@ -71,6 +71,10 @@ pub enum Route {
     ListSessions,
     SessionHistory,
     DeleteSession,
+    /// The web console's page (`workspace-console`), served by the "console" function.
+    ConsolePage,
+    /// The console's assets (and the page again as `index.html`).
+    ConsoleAsset,
 }
 
 /// One row: method + API Gateway path pattern → route, and the function that serves it.
@@ -110,6 +114,8 @@ impl RouteSpec {
                 | Route::Capabilities
                 | Route::OpenApi
                 | Route::McpHealth
+                | Route::ConsolePage
+                | Route::ConsoleAsset
         )
     }
 }
@@ -476,6 +482,18 @@ pub const ROUTES: &[RouteSpec] = &[
         pattern: "/workspaces/{id}/sessions/{sessionId}",
         route: Route::DeleteSession,
         function: "workspaces",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/console",
+        route: Route::ConsolePage,
+        function: "console",
+    },
+    RouteSpec {
+        method: Method::GET,
+        pattern: "/console/{asset+}",
+        route: Route::ConsoleAsset,
+        function: "console",
     },
 ];
 

@@ -3,7 +3,9 @@
 //! those call; see `workspace-wiring`), then [`run`] adapts each API Gateway HTTP API event
 //! to it. [`handle`] is a plain async fn so tests call it with a recorded event.
 
+#[cfg(feature = "aws")]
 pub mod authorizer;
+#[cfg(feature = "aws")]
 pub mod identity;
 pub mod purge;
 
@@ -12,19 +14,28 @@ use http::{Request, Response};
 use lambda_http::{service_fn, Body, Error, RequestExt};
 use std::sync::Arc;
 use workspace_http::{App, PathForm, RouteLabel};
-use workspace_wiring::aws::Aws;
-use workspace_wiring::Settings;
+#[cfg(feature = "aws")]
+use workspace_wiring::{aws::Aws, Settings};
 
 /// An app that takes identity from the HTTP API authorizer's claims; the function adds its
 /// services and routes.
+#[cfg(feature = "aws")]
 pub fn app(settings: &Settings) -> App {
     App::new(Arc::new(identity::AuthorizerClaims::new(
         settings.claims.clone(),
     )))
 }
 
+/// An app for a function whose routes are all public (`fn-console`): it reads no setting
+/// and builds no AWS client. Its authenticator knows no credential (an empty key set), so a
+/// route that asked for one would answer 401; none of a public function's routes does.
+pub fn public_app() -> App {
+    App::new(Arc::new(workspace_http::auth::ApiKeys::default()))
+}
+
 /// A function's start: logs set up, every setting read, the AWS configuration loaded (its
 /// clients are built as the function asks for them, once).
+#[cfg(feature = "aws")]
 pub async fn start() -> Result<Aws, Error> {
     init_tracing();
     Ok(Aws::connect(Settings::from_env()?).await)

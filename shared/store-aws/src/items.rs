@@ -90,6 +90,9 @@ pub fn head_item(scope: &Scope, pk: String, sk: String, h: &Head) -> Item {
     if h.pin_rev > 0 {
         item.insert("pinRev".into(), n(h.pin_rev));
     }
+    if !h.principal.is_empty() {
+        item.insert("principal".into(), s(&h.principal));
+    }
     item
 }
 
@@ -117,6 +120,7 @@ pub fn head_from(item: &Item) -> Result<Head> {
             None => Vec::new(),
         },
         pin_rev: get_n(item, "pinRev").unwrap_or(0),
+        principal: get_s(item, "principal").unwrap_or_default(),
     })
 }
 

@@ -80,6 +80,7 @@ pub(crate) fn inherited_head(f: &SnapshotFile) -> Head {
         sha256: f.sha256.clone(),
         pins: Vec::new(),
         pin_rev: INHERITED_PIN_REV,
+        principal: String::new(),
     }
 }
 

@@ -400,6 +400,7 @@ impl WorkspaceService {
                 sha256: f.sha256.clone(),
                 pins: Vec::new(),
                 pin_rev: 0,
+                principal: item.principal.clone(),
             };
             super::pins::pin_file(
                 self.meta.clone(),

@@ -36,6 +36,7 @@ fn meta_of(path: &FilePath, item: &VersionRecord) -> FileMeta {
         size: item.size,
         updated_at: item.updated_at,
         sha256: item.sha256.clone(),
+        principal: item.principal.clone(),
     }
 }
 

@@ -141,6 +141,7 @@ mod tests {
             sha256: String::new(),
             pins,
             pin_rev: 0,
+            principal: String::new(),
         }
     }
 

@@ -91,6 +91,7 @@ impl WorkspaceService {
                     size: item.size,
                     updated_at: item.updated_at,
                     sha256: item.sha256,
+                    principal: item.principal,
                 };
                 (meta, item.body)
             }

@@ -252,6 +252,7 @@ impl WorkspaceService {
                 size,
                 updated_at: now,
                 sha256: sha.to_owned(),
+                principal: who.principal.clone(),
             };
             let commit = Commit {
                 scope: who.scope.clone(),
@@ -271,6 +272,7 @@ impl WorkspaceService {
                     sha256: sha.to_owned(),
                     pins,
                     pin_rev,
+                    principal: who.principal.clone(),
                 },
                 version: VersionRecord {
                     seq,
@@ -372,6 +374,7 @@ impl WorkspaceService {
                     body: None,
                     sha256: String::new(),
                     pins,
+                    principal: who.principal.clone(),
                     ..h.clone()
                 },
                 version: VersionRecord {

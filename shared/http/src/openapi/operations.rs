@@ -17,6 +17,7 @@ pub fn tags() -> Value {
         { "name": "cache", "description": "openwop RFC 0019 TTL cache." },
         { "name": "sessions", "description": "Workspaces, artifacts and sessions of agent sessions." },
         { "name": "service", "description": "Health, discovery, this document." },
+        { "name": "console", "description": "The web console: a page and its assets, no key needed." },
     ])
 }
 
@@ -118,6 +119,28 @@ impl Op {
         self
     }
 
+    /// One of the console's assets, in whichever of its media types it is.
+    fn asset(mut self, status: &'static str, description: &str) -> Self {
+        let binary = json!({ "schema": { "type": "string", "format": "binary" } });
+        let content: Map<String, Value> = [
+            "text/html; charset=utf-8",
+            "text/javascript; charset=utf-8",
+            "text/css; charset=utf-8",
+            "text/plain; charset=utf-8",
+            "image/svg+xml",
+            "image/png",
+            "image/x-icon",
+        ]
+        .iter()
+        .map(|m| ((*m).to_owned(), binary.clone()))
+        .collect();
+        self.ok.push((
+            status,
+            json!({ "description": description, "content": content }),
+        ));
+        self
+    }
+
     /// A server-sent event stream (each event validated as `{id, event, data}`).
     fn events(mut self, status: &'static str, description: &str) -> Self {
         self.ok.push((
@@ -209,6 +232,12 @@ pub fn describe(spec: &RouteSpec) -> Value {
             .answers("200", "The discovery document.", schema("Discovery")),
         Route::OpenApi => op("openapi", "service", "This document.")
             .answers("200", "The OpenAPI 3.1 document.", schema("Object")),
+        Route::ConsolePage => op("consolePage", "console", "The web console's page (open it in a browser).")
+            .raw("200", "The page.", "text/html; charset=utf-8")
+            .empty("304", "Not modified since the ETag in If-None-Match."),
+        Route::ConsoleAsset => op("consoleAsset", "console", "One of the console's assets (`assets/<build>/<name>`, cached for a year) or the page as `index.html`.")
+            .asset("200", "The asset.")
+            .empty("304", "Not modified since the ETag in If-None-Match."),
         Route::ListFiles => limit_and_token(
             op("listFiles", "files", "List live files (no content), sorted by path, a page at a time.")
                 .params(&["Prefix", "SnapshotQuery"]),

@@ -162,6 +162,7 @@ fn schemas() -> Value {
                 "size": { "type": "integer", "minimum": 0 },
                 "updatedAt": time(),
                 "sha256": { "type": "string", "pattern": "^[0-9a-f]{64}$", "description": "SHA-256 of the stored bytes (after redaction)." },
+                "principal": { "type": "string", "description": "Who wrote this version (absent where an older record does not say)." },
             },
         },
         "File": {
