@@ -73,3 +73,28 @@ export function Lines({ text, label }) {
     <table><tbody>${lines.map((l, i) => html`<tr><td class="ln" aria-hidden="true">${i + 1}</td><td class="lt">${l}</td></tr>`)}</tbody></table>
   </div>`;
 }
+
+// A listing read a page at a time: `fetchPage(token)` answers {items, nextToken}; the
+// rows accumulate ("Load more") until the listing says no more follow.
+export function usePaged(fetchPage, deps) {
+  const [rows, setRows] = useState([]);
+  const [next, setNext] = useState(null);
+  const [error, setError] = useState(null);
+  const [loading, setLoading] = useState(true);
+  async function load(token, replace) {
+    setLoading(true);
+    setError(null);
+    try {
+      const page = await fetchPage(token);
+      setRows((old) => (replace ? page.items : [...old, ...page.items]));
+      setNext(page.nextToken || null);
+    } catch (e) { setError(e); }
+    setLoading(false);
+  }
+  useEffect(() => { load(null, true); }, deps);
+  return { rows, next, error, loading, more: () => load(next, false), reload: () => load(null, true) };
+}
+
+export function LoadMore({ list }) {
+  return list.next ? html`<button type="button" onClick=${list.more} disabled=${list.loading}>Load more</button>` : null;
+}

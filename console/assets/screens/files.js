@@ -1,7 +1,7 @@
 // Files: the workspace as a tree by prefix (folders from the paths of the loaded pages),
 // paged with nextToken however many files there are, a filter over what is loaded, search,
 // a new file and uploads.
-import { html, useState, useEffect, useRef, ErrorBox, Notice, bytes, when, link, go } from '../ui.js';
+import { html, useState, useEffect, useRef, ErrorBox, Notice, bytes, when, link, go, usePaged, LoadMore } from '../ui.js';
 import { call, FILES, WS, uploadFile } from '../api.js';
 import { onChange } from '../live.js';
 
@@ -103,25 +103,15 @@ function Upload({ prefix, maxFileBytes, onDone }) {
 export function FilesScreen({ params }) {
   const prefix = params.get('prefix') || '';
   const snapshot = params.get('snapshot') || '';
-  const [files, setFiles] = useState([]);
-  const [next, setNext] = useState(null);
-  const [error, setError] = useState(null);
-  const [loading, setLoading] = useState(true);
+  const list = usePaged(async (token) => {
+    const r = await call('GET', FILES, { query: { prefix, limit: PAGE, nextToken: token, snapshot } });
+    return { items: r.body.files, nextToken: r.body.nextToken };
+  }, [prefix, snapshot]);
+  const files = list.rows;
   const [filter, setFilter] = useState('');
   const [changed, setChanged] = useState(null);
   const [limits, setLimits] = useState({ maxFileBytes: 1024 * 1024 });
 
-  async function load(token, replace) {
-    setLoading(true);
-    setError(null);
-    try {
-      const r = await call('GET', FILES, { query: { prefix, limit: PAGE, nextToken: token, snapshot } });
-      setFiles((old) => (replace ? r.body.files : [...old, ...r.body.files]));
-      setNext(r.body.nextToken || null);
-    } catch (e) { setError(e); }
-    setLoading(false);
-  }
-  useEffect(() => { load(null, true); }, [prefix, snapshot]);
   useEffect(() => {
     call('GET', '/v1/host/capabilities').then((r) => {
       const w = r.body && r.body.workspace;
@@ -137,13 +127,13 @@ export function FilesScreen({ params }) {
   return html`<h1>Files${snapshot ? html` <span class="muted">as of snapshot ${snapshot}</span>` : ''}</h1>
     <${Breadcrumbs} prefix=${prefix} />
     ${changed && html`<${Notice}>${changed.path} was ${changed.operation === 'delete' ? 'deleted' : 'changed'} by ${changed.principal} (version ${changed.version}).
-      <button type="button" onClick=${() => { setChanged(null); load(null, true); }}>Refresh the list</button></${Notice}>`}
+      <button type="button" onClick=${() => { setChanged(null); list.reload(); }}>Refresh the list</button></${Notice}>`}
     <div class="row">
       <label for="filter">Filter loaded files</label>
       <input id="filter" type="text" value=${filter} onInput=${(e) => setFilter(e.target.value)} />
       ${!snapshot && html`<a class="button" href=${link('new', { prefix })}>New file</a>`}
     </div>
-    <${ErrorBox} error=${error} />
+    <${ErrorBox} error=${list.error} />
     <table class="list">
       <caption class="sr">Files under ${prefix || 'the workspace root'}</caption>
       <thead><tr><th scope="col">Name</th><th scope="col">Size</th><th scope="col">Version</th><th scope="col">Updated</th><th scope="col">By</th></tr></thead>
@@ -154,9 +144,9 @@ export function FilesScreen({ params }) {
           <td>${bytes(f.size)}</td><td>${f.version}</td><td>${when(f.updatedAt)}</td><td>${f.principal || ''}</td></tr>`)}
       </tbody>
     </table>
-    ${!loading && files.length === 0 && !error && html`<p>No files here yet.</p>`}
-    <p class="muted" role="status">${loading ? 'Loading…' : `${files.length} file(s) loaded${next ? '; more follow' : ''}.`}</p>
-    ${next && html`<button type="button" onClick=${() => load(next, false)} disabled=${loading}>Load more</button>`}
+    ${!list.loading && files.length === 0 && !list.error && html`<p>No files here yet.</p>`}
+    <p class="muted" role="status">${list.loading ? 'Loading…' : `${files.length} file(s) loaded${list.next ? '; more follow' : ''}.`}</p>
+    <${LoadMore} list=${list} />
     ${!snapshot && html`<${Upload} prefix=${prefix} maxFileBytes=${limits.maxFileBytes} onDone=${(p) => go('file', { path: p })} />`}
     ${!snapshot && html`<${Search} prefix=${prefix} />`}`;
 }

@@ -1,24 +1,18 @@
 // Forks: a private copy of the workspace per sub-agent. List and create them, see what
 // changed on each side (the three-way diff), and merge a fork back with a choice per
 // conflicting path: the fork's side, the parent's, or the marked-up text edited by hand.
-import { html, useState, useEffect, ErrorBox, Notice, when, link, go } from '../ui.js';
+import { html, useState, useEffect, ErrorBox, Notice, when, link, go, usePaged, LoadMore } from '../ui.js';
 import { call, WS, session, newKey, ApiError } from '../api.js';
 
 const forkUrl = (id, rest = '') => `${WS}/forks/${encodeURIComponent(id)}${rest}`;
 
 export function ForksScreen() {
-  const [rows, setRows] = useState([]);
-  const [next, setNext] = useState(null);
+  const list = usePaged(async (token) => {
+    const r = await call('GET', `${WS}/forks`, { query: { limit: 50, nextToken: token } });
+    return { items: r.body.forks, nextToken: r.body.nextToken };
+  }, []);
   const [error, setError] = useState(null);
   const [label, setLabel] = useState('');
-  async function load(token, replace) {
-    try {
-      const r = await call('GET', `${WS}/forks`, { query: { limit: 50, nextToken: token } });
-      setRows(replace ? r.body.forks : [...rows, ...r.body.forks]);
-      setNext(r.body.nextToken || null);
-    } catch (e) { setError(e); }
-  }
-  useEffect(() => { load(null, true); }, []);
   async function create(e) {
     e.preventDefault();
     setError(null);
@@ -35,14 +29,14 @@ export function ForksScreen() {
       <input id="fork-label" type="text" value=${label} onInput=${(e) => setLabel(e.target.value)} />
       <button type="submit">Create fork</button>
     </form>
-    <${ErrorBox} error=${error} />
+    <${ErrorBox} error=${error || list.error} />
     <table class="list"><caption>Live forks, newest first</caption>
       <thead><tr><th scope="col">Fork</th><th scope="col">Created</th><th scope="col">Expires</th></tr></thead>
-      <tbody>${rows.map((f) => html`<tr><td><a href=${link('fork', { id: f.forkId })}>${f.label || f.forkId}</a></td>
+      <tbody>${list.rows.map((f) => html`<tr><td><a href=${link('fork', { id: f.forkId })}>${f.label || f.forkId}</a></td>
         <td>${when(f.createdAt)}</td><td>${when(f.expiresAt)}</td></tr>`)}</tbody>
     </table>
-    ${!rows.length && html`<p>No forks.</p>`}
-    ${next && html`<button type="button" onClick=${() => load(next, false)}>Load more</button>`}`;
+    ${!list.loading && !list.rows.length && html`<p>No forks.</p>`}
+    <${LoadMore} list=${list} />`;
 }
 
 function Resolution({ c, value, onChange }) {

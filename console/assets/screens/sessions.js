@@ -1,6 +1,6 @@
 // The workspace service of agent sessions: the caller's registered workspaces, their
 // sessions, a session's history and its artifacts. Everything shown is text.
-import { html, useState, useEffect, ErrorBox, when, link, bytes } from '../ui.js';
+import { html, useState, useEffect, ErrorBox, when, link, bytes, usePaged, LoadMore } from '../ui.js';
 import { call, callRaw } from '../api.js';
 
 const wsUrl = (id, rest = '') => `/workspaces/${encodeURIComponent(id)}${rest}`;
@@ -8,35 +8,30 @@ const wsUrl = (id, rest = '') => `/workspaces/${encodeURIComponent(id)}${rest}`;
 export function SessionsScreen({ params }) {
   const chosen = params.get('ws') || '';
   const [workspaces, setWorkspaces] = useState(null);
-  const [sessions, setSessions] = useState(null);
-  const [next, setNext] = useState(null);
   const [error, setError] = useState(null);
   useEffect(() => {
     call('GET', '/workspaces', { query: { limit: 100 }, workspace: '' })
       .then((r) => setWorkspaces(r.body.workspaces), setError);
   }, []);
-  async function load(token, replace) {
-    try {
-      const r = await call('GET', wsUrl(chosen, '/sessions'), { query: { limit: 50, nextToken: token }, workspace: '' });
-      setSessions(replace ? r.body.sessions : [...(sessions || []), ...r.body.sessions]);
-      setNext(r.body.nextToken || null);
-    } catch (e) { setError(e); }
-  }
-  useEffect(() => { if (chosen) load(null, true); }, [chosen]);
+  const sessions = usePaged(async (token) => {
+    if (!chosen) return { items: [] };
+    const r = await call('GET', wsUrl(chosen, '/sessions'), { query: { limit: 50, nextToken: token }, workspace: '' });
+    return { items: r.body.sessions, nextToken: r.body.nextToken };
+  }, [chosen]);
   return html`<h1>Sessions</h1>
-    <${ErrorBox} error=${error} />
+    <${ErrorBox} error=${error || sessions.error} />
     ${workspaces && html`<table class="list"><caption>Your registered workspaces</caption>
       <thead><tr><th scope="col">Workspace</th><th scope="col">Scope</th><th scope="col">Local path</th><th scope="col">Last active</th></tr></thead>
       <tbody>${workspaces.map((w) => html`<tr><td><a href=${link('sessions', { ws: w.workspaceId })} aria-current=${w.workspaceId === chosen ? 'true' : undefined}>${w.workspaceId}</a></td>
         <td>${w.workspaceScope}</td><td>${w.localPath || ''}</td><td>${when(w.lastActiveAt)}</td></tr>`)}</tbody></table>
       ${!workspaces.length && html`<p>No registered workspaces (POST /workspaces makes one).</p>`}`}
-    ${chosen && sessions && html`<h2>Sessions of ${chosen}</h2>
+    ${chosen && (sessions.rows.length > 0 || !sessions.loading) && html`<h2>Sessions of ${chosen}</h2>
       <table class="list"><caption>Most recent first</caption>
         <thead><tr><th scope="col">Session</th><th scope="col">Created</th><th scope="col">Last task</th><th scope="col">Tasks</th></tr></thead>
-        <tbody>${sessions.map((s) => html`<tr><td><a href=${link('session', { ws: chosen, id: s.sessionId })}>${s.sessionId}</a></td>
+        <tbody>${sessions.rows.map((s) => html`<tr><td><a href=${link('session', { ws: chosen, id: s.sessionId })}>${s.sessionId}</a></td>
           <td>${when(s.createdAt)}</td><td>${when(s.lastTaskAt)}</td><td>${s.taskCount}</td></tr>`)}</tbody></table>
-      ${!sessions.length && html`<p>No sessions.</p>`}
-      ${next && html`<button type="button" onClick=${() => load(next, false)}>Load more</button>`}`}`;
+      ${!sessions.rows.length && html`<p>No sessions.</p>`}
+      <${LoadMore} list=${sessions} />`}`;
 }
 
 function Artifact({ ws, a }) {

@@ -1,23 +1,17 @@
 // Snapshots and checkpoints: list and create them, browse the workspace as of one, and
 // roll back to one after a preview of exactly what would change.
-import { html, useState, useEffect, ErrorBox, Notice, when, link } from '../ui.js';
+import { html, useState, useEffect, ErrorBox, Notice, when, link, usePaged, LoadMore } from '../ui.js';
 import { call, FILES, WS, newKey } from '../api.js';
 
 export function SnapshotsScreen() {
-  const [rows, setRows] = useState([]);
-  const [next, setNext] = useState(null);
+  const list = usePaged(async (token) => {
+    const r = await call('GET', `${WS}/snapshots`, { query: { limit: 50, nextToken: token } });
+    return { items: r.body.snapshots, nextToken: r.body.nextToken };
+  }, []);
   const [error, setError] = useState(null);
   const [label, setLabel] = useState('');
   const [keep, setKeep] = useState(false);
   const [made, setMade] = useState(null);
-  async function load(token, replace) {
-    try {
-      const r = await call('GET', `${WS}/snapshots`, { query: { limit: 50, nextToken: token } });
-      setRows(replace ? r.body.snapshots : [...rows, ...r.body.snapshots]);
-      setNext(r.body.nextToken || null);
-    } catch (e) { setError(e); }
-  }
-  useEffect(() => { load(null, true); }, []);
   async function create(e) {
     e.preventDefault();
     setError(null);
@@ -28,7 +22,7 @@ export function SnapshotsScreen() {
       const r = await call('POST', `${WS}/snapshots`, { body });
       setMade(r.body);
       setLabel('');
-      load(null, true);
+      list.reload();
     } catch (err) { setError(err); }
   }
   return html`<h1>Snapshots</h1>
@@ -39,15 +33,15 @@ export function SnapshotsScreen() {
       <label class="inline"><input type="checkbox" checked=${keep} onChange=${(e) => setKeep(e.target.checked)} /> Keep until deleted</label>
       <button type="submit">Create snapshot</button>
     </form>
-    <${ErrorBox} error=${error} />
+    <${ErrorBox} error=${error || list.error} />
     ${made && html`<${Notice}>Snapshot ${made.snapshotId} holds ${made.files.length} file(s).</${Notice}>`}
     <table class="list"><caption>Checkpoints, newest first (run snapshots are listed under their runs)</caption>
       <thead><tr><th scope="col">Snapshot</th><th scope="col">Created</th><th scope="col">Expires</th></tr></thead>
-      <tbody>${rows.map((s) => html`<tr><td><a href=${link('snapshot', { id: s.snapshotId })}>${s.label || s.snapshotId}</a></td>
+      <tbody>${list.rows.map((s) => html`<tr><td><a href=${link('snapshot', { id: s.snapshotId })}>${s.label || s.snapshotId}</a></td>
         <td>${when(s.createdAt)}</td><td>${s.keep ? 'kept until deleted' : when(s.expiresAt)}</td></tr>`)}</tbody>
     </table>
-    ${!rows.length && html`<p>No checkpoints yet.</p>`}
-    ${next && html`<button type="button" onClick=${() => load(next, false)}>Load more</button>`}`;
+    ${!list.loading && !list.rows.length && html`<p>No checkpoints yet.</p>`}
+    <${LoadMore} list=${list} />`;
 }
 
 // Every live file, every page.
