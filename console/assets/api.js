@@ -192,7 +192,10 @@ export async function uploadFile(path, file, maxFileBytes, onProgress, { ifNoneM
   const start = await call('POST', `${WS}/uploads`, { body: { path, size: data.length, sha256, contentType } });
   const up = start.body;
   // The URL is the grant: it carries no credential of ours (S3 on AWS, this server locally).
-  const hdrs = { ...(up.headers || {}) };
+  // Headers the browser sets itself (Content-Length, Host, ...) cannot be set by a script:
+  // XMLHttpRequest refuses them with a console error, so they are left to the browser.
+  const hdrs = Object.fromEntries(Object.entries(up.headers || {})
+    .filter(([k]) => !['content-length', 'host', 'connection', 'expect'].includes(k.toLowerCase())));
   await sendWithProgress(up.method || 'PUT', up.url, hdrs, data, (p) => onProgress(p * 0.99));
   const commit = await call('PUT', pathUrl(FILES, path), {
     body: { uploadId: up.uploadId }, extra: ifNoneMatch ? { 'If-None-Match': ifNoneMatch } : {},

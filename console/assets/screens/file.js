@@ -83,7 +83,7 @@ function Editor({ file, onSaved, onCancel }) {
   }
   return html`<form onSubmit=${save} class="editor">
     <label for="editor">Content of ${file.path} (version ${file.version})</label>
-    <textarea id="editor" spellcheck="false" value=${text} onInput=${(e) => setText(e.target.value)}
+    <textarea id="editor" spellcheck=${false} value=${text} onInput=${(e) => setText(e.target.value)}
       onKeyDown=${(e) => { if ((e.ctrlKey || e.metaKey) && e.key === 's') { e.preventDefault(); save(); } }}></textarea>
     <div class="row">
       <button type="submit" disabled=${busy}>Save</button>
@@ -170,7 +170,7 @@ export function NewFileScreen({ params }) {
       <label for="new-path">Path</label>
       <input id="new-path" type="text" required value=${path} onInput=${(e) => setPath(e.target.value)} />
       <label for="new-content">Content</label>
-      <textarea id="new-content" spellcheck="false" value=${text} onInput=${(e) => setText(e.target.value)}></textarea>
+      <textarea id="new-content" spellcheck=${false} value=${text} onInput=${(e) => setText(e.target.value)}></textarea>
       <div class="row"><button type="submit">Create</button>
         <a class="button" href=${link('files', { prefix })}>Cancel</a>
         <span class="muted">Created only if no file has this path (If-None-Match: *).</span></div>

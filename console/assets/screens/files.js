@@ -122,11 +122,15 @@ export function FilesScreen({ params }) {
     if (!snapshot && d.path.startsWith(prefix)) setChanged(d);
   }), [prefix, snapshot]);
 
+  // A change the loaded rows already show is no news: the stream replays the last seconds
+  // when it connects, so a write just before the list loaded would be announced again.
+  const news = changed && !(changed.operation !== 'delete'
+    && files.some((f) => f.path === changed.path && f.etag === changed.etag)) ? changed : null;
   const shown = filter ? files.filter((f) => f.path.toLowerCase().includes(filter.toLowerCase())) : files;
   const { folders, files: here } = entries(shown, prefix);
   return html`<h1>Files${snapshot ? html` <span class="muted">as of snapshot ${snapshot}</span>` : ''}</h1>
     <${Breadcrumbs} prefix=${prefix} />
-    ${changed && html`<${Notice}>${changed.path} was ${changed.operation === 'delete' ? 'deleted' : 'changed'} by ${changed.principal} (version ${changed.version}).
+    ${news && html`<${Notice}>${news.path} was ${news.operation === 'delete' ? 'deleted' : 'changed'} by ${news.principal} (version ${news.version}).
       <button type="button" onClick=${() => { setChanged(null); list.reload(); }}>Refresh the list</button></${Notice}>`}
     <div class="row">
       <label for="filter">Filter loaded files</label>

@@ -52,7 +52,7 @@ function Resolution({ c, value, onChange }) {
         onChange=${() => onChange({ content: c.merged || '' })} /> Edit</label>`}
     </div>
     ${choice === 'edit' && html`<label for=${`${id}-text`}>Merged text of ${c.path}</label>
-      <textarea id=${`${id}-text`} spellcheck="false" value=${value.content} onInput=${(e) => onChange({ content: e.target.value })}></textarea>`}
+      <textarea id=${`${id}-text`} spellcheck=${false} value=${value.content} onInput=${(e) => onChange({ content: e.target.value })}></textarea>`}
   </fieldset>`;
 }
 

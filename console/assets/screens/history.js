@@ -3,6 +3,7 @@
 // destructive).
 import { html, useState, useEffect, ErrorBox, Notice, bytes, when, link } from '../ui.js';
 import { call, pathUrl, WS, newKey } from '../api.js';
+import { onChange } from '../live.js';
 
 function Diff({ text }) {
   const lines = text.split('\n');
@@ -46,6 +47,8 @@ export function HistoryScreen({ params }) {
     } catch (e) { setError(e); }
   }
   useEffect(() => { load(null, true); }, [path]);
+  // A new version or a delete by anyone shows up in the list as it happens.
+  useEffect(() => onChange((d) => { if (d.path === path) load(null, true); }), [path]);
   async function showDiff(e) {
     e.preventDefault();
     setError(null);

@@ -72,20 +72,20 @@ export function ConflictEditor({ base, theirs: theirs0, yours: yours0, onSaved, 
     <p>${theirs.deleted ? 'The file was deleted after you opened it.'
     : html`You edited version ${base.version}; version ${theirs.version} is now current (by the change of another writer). Nothing has been overwritten.`}</p>
     ${textual && blocks && html`<p role="status">${conflicts === 0 ? 'Your changes and theirs do not overlap: the merge below has both.' : `${conflicts} block(s) were changed on both sides: choose for each.`}</p>`}
-    ${textual && blocks && blocks.map((b, i) => (b.ok ? null : html`<fieldset class="hunk">
-      <legend>Conflict ${blocks.slice(0, i + 1).filter((x) => x.conflict).length}</legend>
+    ${textual && blocks && blocks.map((b, i, all, n = all.slice(0, i + 1).filter((x) => x.conflict).length) => (b.ok ? null : html`<fieldset class="hunk">
+      <legend>Conflict ${n}</legend>
       <div class="cols">
         <${Column} title="Base (what you loaded)" lines=${b.conflict.o} />
         <${Column} title="Theirs (saved meanwhile)" lines=${b.conflict.b} />
         <${Column} title="Yours (unsaved)" lines=${b.conflict.a} />
       </div>
-      <div class="row" role="radiogroup" aria-label=${`Choice for conflict ${i}`}>
+      <div class="row" role="radiogroup" aria-label=${`Choice for conflict ${n}`}>
         ${[['theirs', 'Take theirs'], ['yours', 'Take yours'], ['both', 'Take both']].map(([v, label]) => html`<label class="inline">
           <input type="radio" name=${`hunk-${i}`} value=${v} checked=${choices[i] === v}
             onChange=${() => { setChoices(choices.map((c, j) => (j === i ? v : c))); setTexts(texts.map((t, j) => (j === i ? pick(b.conflict, v) : t))); }} /> ${label}</label>`)}
       </div>
       <label for=${`hunk-text-${i}`}>Merged text for this block (edit freely)</label>
-      <textarea id=${`hunk-text-${i}`} value=${texts[i]} spellcheck="false"
+      <textarea id=${`hunk-text-${i}`} value=${texts[i]} spellcheck=${false}
         onInput=${(e) => { setTexts(texts.map((t, j) => (j === i ? e.target.value : t))); setChoices(choices.map((c, j) => (j === i ? 'edit' : c))); }}></textarea>
     </fieldset>`))}
     ${textual && blocks && html`<h3>Result</h3><${Lines} text=${result} label="Merged result" />`}
