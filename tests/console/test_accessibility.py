@@ -165,3 +165,44 @@ def test_every_screen_has_no_serious_accessibility_violation(ctx, server, scheme
 
     assert len(audit.screens) == 16
     audit.check()
+
+
+def test_every_screen_reads_at_200_percent_zoom(ctx, server):
+    # 200% zoom of a 1280×800 window is a 640×400 CSS-pixel viewport: every screen reflows
+    # into it with no sideways scrolling (WCAG 1.4.10), its controls still reachable.
+    ws = "zoom-200"
+    api = server.api(ws)
+    api.put("memory/a-rather-long-file-name-that-has-to-wrap-somewhere-in-a-narrow-view.md", "x\n" * 40)
+    api.put("plan.md", "plan v1\n")
+    api.put("plan.md", "plan v2\n")
+    snap = api.json("POST", api.WS + "/snapshots", {"label": "checkpoint"})["snapshotId"]
+    fork = api.json("POST", api.WS + "/forks", {"label": "sub-agent"})["forkId"]
+    page = ctx(viewport={"width": 640, "height": 400}).new_page()
+    sign_in(page, server, ws)
+    screens = [
+        ("files", link("files")),
+        ("file", link("file", path="plan.md")),
+        ("history", link("history", path="plan.md")),
+        ("snapshots", link("snapshots")),
+        ("snapshot", link("snapshot", id=snap)),
+        ("changes", link("changes")),
+        ("forks", link("forks")),
+        ("fork", link("fork", id=fork)),
+        ("sessions", link("sessions")),
+        ("new", link("new")),
+    ]
+    wide = []
+    for name, hash_ in screens:
+        go(page, hash_)
+        page.locator("main h1").first.wait_for()
+        # Let the screen's calls answer and render (the event stream keeps one request open,
+        # so the network is never idle).
+        page.wait_for_timeout(400)
+        over = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        if over > 1:
+            wide.append(f"{name}: {over}px wider than the viewport")
+        shot(page, f"zoom-200-{name}")
+    assert not wide, "screens that scroll sideways at 200% zoom:\n" + "\n".join(wide)
+    # The navigation and sign-out stay reachable.
+    expect(page.get_by_role("navigation", name="Screens").get_by_role("link", name="Files")).to_be_visible()
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
