@@ -6,7 +6,16 @@ concurrent transactions can both pass a condition that real DynamoDB (which seri
 transactions) would fail for one of them. Serving one request at a time gives the emulator
 the isolation the real service has. Binding port 0 and printing the chosen port avoids
 racing another process for a "free" port.
+
+One patch, for memory: moto's TransactWriteItems deep-copies the whole table (with every
+stream record it ever kept) once per *item* of the transaction, to roll back on failure. A
+100-item transaction on a table a long test has filled copied it 100 times, and the
+emulator grew past 10 GB. `_one_copy_per_table` makes it copy each table once per
+transaction, which is all the rollback needs; behaviour is otherwise moto's own.
 """
+
+import copy
+import functools
 
 import sys
 
@@ -19,7 +28,37 @@ from moto.moto_server.werkzeug_app import (
 )
 
 
+def _one_copy_per_table() -> None:
+    import moto.dynamodb.models as dynamodb_models
+    from moto.dynamodb.models.table import Table
+
+    real_deepcopy = copy.deepcopy
+    original = dynamodb_models.DynamoDBBackend.transact_write_items
+
+    @functools.wraps(original)
+    def transact_write_items(self, transact_items):  # type: ignore[no-untyped-def]
+        copies: dict[int, Table] = {}
+
+        def deepcopy(x, memo=None):  # type: ignore[no-untyped-def]
+            if isinstance(x, Table):
+                if id(x) not in copies:
+                    copies[id(x)] = real_deepcopy(x, memo)
+                return copies[id(x)]
+            return real_deepcopy(x, memo)
+
+        # The models module calls `copy.deepcopy`; give it, for this call only, a `copy`
+        # whose deepcopy shares one copy per table. The server is single-threaded.
+        dynamodb_models.copy = type("copy", (), {"deepcopy": staticmethod(deepcopy)})
+        try:
+            return original(self, transact_items)
+        finally:
+            dynamodb_models.copy = copy
+
+    dynamodb_models.DynamoDBBackend.transact_write_items = transact_write_items
+
+
 def main() -> None:
+    _one_copy_per_table()
     app = DomainDispatcherApplication(create_backend_app)
     server = make_server("127.0.0.1", 0, app, threaded=False, request_handler=MotoRequestHandler)
     print(server.server_port, flush=True)
