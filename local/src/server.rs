@@ -10,12 +10,14 @@ use bytes::{Bytes, BytesMut};
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use workspace_core::ports::{BodyPieces, STREAM_PIECE_BYTES};
 use workspace_core::WorkspaceError;
 use workspace_http::envelope::{error_response, error_to_response, HttpResponse};
 use workspace_http::events::EventStream;
+use workspace_http::uploads::{streams_body, StreamedBody};
 use workspace_http::{App, PathForm, RouteLabel};
 
 /// `events`: where the event stream route reads from (the embedded store's outbox);
@@ -54,9 +56,10 @@ struct Served {
     events: Option<Events>,
 }
 
-/// Request bodies are read whole before a handler runs, so the bytes held at once are
-/// bounded across connections: each body reserves its declared length (or its route's
-/// limit, when chunked) before a byte is read, and gives it back when answered.
+/// Request bodies are read whole before a handler runs (but for uploads, streamed in
+/// pieces), so the bytes held at once are bounded across connections: each body reserves
+/// its declared length (or its route's limit, when chunked; an upload, what it holds at
+/// most: [`STREAMED_BODY_HOLD`]) before a byte is read, and gives it back when answered.
 struct BodyBudget {
     /// In KiB, so the largest budget fits a semaphore's permits.
     kib: Arc<Semaphore>,
@@ -108,6 +111,10 @@ impl BodyBudget {
 
 struct OverBudget;
 
+/// The most of a streamed upload's body held at once: the store's buffer of one piece, and
+/// the piece hyper is handing over.
+const STREAMED_BODY_HOLD: u64 = 2 * STREAM_PIECE_BYTES as u64;
+
 /// The most bytes the body of a request with these headers can hold: its declared length,
 /// or the route's limit when none is declared (chunked).
 fn body_bound(parts: &http::request::Parts, limit: usize) -> u64 {
@@ -130,26 +137,50 @@ async fn handle(State(served): State<Arc<Served>>, req: Request<Body>) -> Respon
     let method = req.method().clone();
     let (mut parts, body) = req.into_parts();
     let limit = app.max_request_bytes_for(parts.uri.path());
+    // An upload's body goes to the staging store piece by piece as the handler reads it;
+    // every other body is read whole here, before the handler runs.
+    let streamed = streams_body(&parts);
+    let mut stream_failure = None;
     // What the head alone decides (credential, declared length) comes before a byte of the
     // body is read; then the body, bounded.
     // The reservation lives until the answer is built, so the body it covers is gone.
     let mut _reserved = None;
     let read = match app.admit(&mut parts).await {
         Some(refused) => Err(refused),
-        None => match served.body_budget.reserve(body_bound(&parts, limit)) {
-            Err(OverBudget) => Err(served.body_budget.refusal()),
-            Ok(permit) => {
-                _reserved = permit;
-                read_body(body, limit, served.body_timeout)
-                    .await
-                    .map_err(|e| unreadable(app, e, served.body_timeout))
+        None => {
+            let bound = body_bound(&parts, limit);
+            let bound = if streamed {
+                bound.min(STREAMED_BODY_HOLD)
+            } else {
+                bound
+            };
+            match served.body_budget.reserve(bound) {
+                Err(OverBudget) => Err(served.body_budget.refusal()),
+                Ok(permit) => {
+                    _reserved = permit;
+                    if streamed {
+                        let pieces = Pieces::new(body, served.body_timeout);
+                        stream_failure = Some(pieces.failure.clone());
+                        parts.extensions.insert(StreamedBody::new(pieces));
+                        Ok(Bytes::new())
+                    } else {
+                        read_body(body, limit, served.body_timeout)
+                            .await
+                            .map_err(|e| unreadable(app, e, served.body_timeout))
+                    }
+                }
             }
-        },
+        }
     };
     let resp = match read {
         Ok(bytes) => {
-            app.handle(Request::from_parts(parts, bytes), PathForm::Encoded)
-                .await
+            let resp = app
+                .handle(Request::from_parts(parts, bytes), PathForm::Encoded)
+                .await;
+            match stream_failure {
+                Some(failure) => streamed_answer(app, resp, &failure, served.body_timeout),
+                None => resp,
+            }
         }
         // The rest of the body is never read: the connection cannot carry another
         // request, and saying so keeps a client from sending its next one down it.
@@ -222,6 +253,76 @@ async fn read_body(body: Body, limit: usize, idle: Duration) -> Result<Bytes, Un
             }
         }
     }
+}
+
+/// The pieces of an upload's body as hyper reads them, each within the idle timeout. Why
+/// one could not be read is kept for the answer ([`streamed_answer`]).
+struct Pieces {
+    body: Body,
+    idle: Duration,
+    failure: Arc<Mutex<Option<Unread>>>,
+}
+
+impl Pieces {
+    fn new(body: Body, idle: Duration) -> Pieces {
+        Pieces {
+            body,
+            idle,
+            failure: Arc::default(),
+        }
+    }
+
+    fn failed(&self, why: Unread, message: String) -> WorkspaceError {
+        if let Ok(mut failure) = self.failure.lock() {
+            *failure = Some(why);
+        }
+        WorkspaceError::validation(message)
+    }
+}
+
+#[async_trait::async_trait]
+impl BodyPieces for Pieces {
+    async fn next_piece(&mut self) -> workspace_core::Result<Option<Vec<u8>>> {
+        loop {
+            match tokio::time::timeout(self.idle, self.body.frame()).await {
+                Err(_) => {
+                    return Err(self.failed(Unread::Stalled, "the request body stalled".to_owned()))
+                }
+                Ok(None) => return Ok(None),
+                Ok(Some(Err(e))) => {
+                    let message = format!("the request body could not be read: {e}");
+                    return Err(self.failed(Unread::Failed(e.into()), message));
+                }
+                Ok(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) if !data.is_empty() => return Ok(Some(data.to_vec())),
+                    _ => {}
+                },
+            }
+        }
+    }
+}
+
+/// The answer to a streamed upload: the handler's, unless its body could not be read (then
+/// what [`unreadable`] says of it). The connection closes after any refusal, since the rest
+/// of the body may be unread.
+fn streamed_answer(
+    app: &App,
+    resp: HttpResponse,
+    failure: &Mutex<Option<Unread>>,
+    idle: Duration,
+) -> HttpResponse {
+    let unread = failure.lock().ok().and_then(|mut f| f.take());
+    let mut resp = match unread {
+        Some(e) => unreadable(app, e, idle),
+        None => resp,
+    };
+    if !resp.status().is_success() {
+        resp.headers_mut().insert(
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("close"),
+        );
+    }
+    resp
 }
 
 /// The answer to a body that was not read: over the limit 413, stalled 408, otherwise 400.

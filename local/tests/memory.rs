@@ -197,3 +197,145 @@ fn the_readme_shows_the_example_that_is_tested() {
         "README's memory example differs from examples/claude_memory.py"
     );
 }
+
+/// `WORKSPACE_MEMORY_PREFIX` through the real process: `/memories/x` is the workspace file
+/// `<prefix>/x` (nested prefix, trailing slash accepted), both ways, and nothing outside the
+/// prefix is seen or touched by the memory tool, `memories/` included.
+#[tokio::test]
+async fn a_configured_memory_prefix_maps_memories_to_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(
+        dir.path(),
+        &[
+            (
+                "WORKSPACE_API_KEYS",
+                "memory-transcript-key-0001=acme/agent",
+            ),
+            ("WORKSPACE_MEMORY_PREFIX", "agents/claude/mem/"),
+        ],
+    )
+    .await;
+    let c = Client::new();
+    let file = |path: &str| s.url(&format!("/v1/host/workspace/files/{path}"));
+    let read = |path: &'static str| {
+        let c = c.clone();
+        let url = file(path);
+        async move {
+            let r = c.get(url).bearer_auth(KEY).send().await.unwrap();
+            let status = r.status().as_u16();
+            let v: Value = r.json().await.unwrap();
+            (status, v["content"].as_str().map(str::to_owned))
+        }
+    };
+    // A file at the default prefix is outside this memory.
+    let r = c
+        .put(file("memories/elsewhere.md"))
+        .bearer_auth(KEY)
+        .json(&json!({"content": "not a memory here"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+
+    assert_eq!(
+        call(
+            &c,
+            &s,
+            json!({"command": "create", "path": "/memories/x", "file_text": "remember x\n"})
+        )
+        .await,
+        (
+            "File created successfully at: /memories/x".to_owned(),
+            false
+        )
+    );
+    assert_eq!(
+        read("agents/claude/mem/x").await,
+        (200, Some("remember x\n".to_owned()))
+    );
+    assert_eq!(read("memories/x").await.0, 404);
+
+    // A file written over HTTP under the prefix is a memory.
+    let r = c
+        .put(file("agents/claude/mem/notes/y.md"))
+        .bearer_auth(KEY)
+        .json(&json!({"content": "from http"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        call(
+            &c,
+            &s,
+            json!({"command": "view", "path": "/memories/notes/y.md"})
+        )
+        .await,
+        (
+            "Here's the content of /memories/notes/y.md with line numbers:\n     1\tfrom http"
+                .to_owned(),
+            false
+        )
+    );
+    assert_eq!(
+        call(&c, &s, json!({"command": "view", "path": "/memories"})).await,
+        (
+            "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items:\n20B\t/memories\n9B\t/memories/notes/\n9B\t/memories/notes/y.md\n11B\t/memories/x"
+                .to_owned(),
+            false
+        )
+    );
+    assert_eq!(
+        call(
+            &c,
+            &s,
+            json!({"command": "view", "path": "/memories/elsewhere.md"})
+        )
+        .await,
+        (
+            "The path /memories/elsewhere.md does not exist. Please provide a valid path."
+                .to_owned(),
+            true
+        )
+    );
+
+    // Edits, renames and deletes act on the prefix's files.
+    let edited = call(
+        &c,
+        &s,
+        json!({"command": "str_replace", "path": "/memories/x", "old_str": "x", "new_str": "z"}),
+    )
+    .await;
+    assert!(!edited.1, "{edited:?}");
+    assert_eq!(
+        call(
+            &c,
+            &s,
+            json!({"command": "rename", "old_path": "/memories/x", "new_path": "/memories/done/x"})
+        )
+        .await,
+        (
+            "Successfully renamed /memories/x to /memories/done/x".to_owned(),
+            false
+        )
+    );
+    assert_eq!(read("agents/claude/mem/x").await.0, 404);
+    assert_eq!(
+        read("agents/claude/mem/done/x").await,
+        (200, Some("remember z\n".to_owned()))
+    );
+    assert_eq!(
+        call(
+            &c,
+            &s,
+            json!({"command": "delete", "path": "/memories/notes"})
+        )
+        .await,
+        ("Successfully deleted /memories/notes".to_owned(), false)
+    );
+    assert_eq!(read("agents/claude/mem/notes/y.md").await.0, 404);
+    assert_eq!(
+        read("memories/elsewhere.md").await,
+        (200, Some("not a memory here".to_owned()))
+    );
+}

@@ -239,6 +239,18 @@ async fn http_contract_over_the_wire() {
     assert!(raw.contains("validation_error"), "{raw}");
     let r = common::get_with(&c, files(&s, "chunked.md"), key_a).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND, "nothing was written");
+    // So is a truncated one: the connection closes (its sending side) in the middle of a
+    // chunk. A client still listening reads 400 in the envelope; nothing is written.
+    let mut tcp = std::net::TcpStream::connect(&addr).unwrap();
+    write!(tcp, "PUT /v1/host/workspace/files/chunked.md HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key_a}\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n20\r\n{{\"content\": \"cut").unwrap();
+    tcp.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut raw = String::new();
+    tcp.read_to_string(&mut raw).unwrap();
+    assert!(raw.starts_with("HTTP/1.1 400"), "{raw}");
+    assert!(raw.contains("validation_error"), "{raw}");
+    assert!(raw.contains("connection: close"), "{raw}");
+    let r = common::get_with(&c, files(&s, "chunked.md"), key_a).await;
+    assert_eq!(r.status(), StatusCode::NOT_FOUND, "nothing was written");
 
     // One log line per request: method, route, status, duration.
     assert!(s.terminate().success());
@@ -481,6 +493,7 @@ async fn the_data_directory_and_its_files_are_owner_only() {
         "presign.key",
         "session-token.key",
         "search",
+        "staging",
     ] {
         assert!(seen.iter().any(|s| s == expected), "{expected} in {seen:?}");
     }

@@ -150,6 +150,14 @@ pub async fn a_version_a_snapshot_holds_is_erased_only_when_forced(h: Harness) {
         h.get_in(KEY_A, &plain, "held.md").await.assert_ok()["content"],
         "secret"
     );
+    // The kept snapshot's own copy of version 1, in the raw store.
+    let copy = crate::interrupted::kept_copy(&h, &kept, "held.md")
+        .await
+        .expect("the kept snapshot records its copy");
+    assert_eq!(
+        h.bodies.get(&copy).await.unwrap().as_deref(),
+        Some(&b"secret"[..])
+    );
 
     assert_eq!(
         h.erase(KEY_ADMIN, "held.md", 1, "?force=true")
@@ -157,6 +165,12 @@ pub async fn a_version_a_snapshot_holds_is_erased_only_when_forced(h: Harness) {
             .status
             .as_u16(),
         204
+    );
+    // The copy is gone from the raw store, and the record no longer names it.
+    assert_eq!(h.bodies.get(&copy).await.unwrap(), None);
+    assert_eq!(
+        crate::interrupted::kept_copy(&h, &kept, "held.md").await,
+        None
     );
     for id in [&kept, &plain] {
         h.get_in(KEY_A, id, "held.md")

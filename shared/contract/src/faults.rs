@@ -31,7 +31,8 @@ use workspace_core::model::{
     BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{
-    BodyInventory, BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged, StoredRecord,
+    BatchOutcome, BodyInventory, BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged,
+    StoredRecord,
 };
 use workspace_core::service::sweep::referenced_bodies;
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
@@ -47,7 +48,10 @@ pub enum Fault {
     KillAfter,
 }
 
-const FAULTS: [Fault; 3] = [Fault::Fail, Fault::KillBefore, Fault::KillAfter];
+pub(crate) const FAULTS: [Fault; 3] = [Fault::Fail, Fault::KillBefore, Fault::KillAfter];
+
+/// Work a test runs just before a batch commit reaches the store (a racing writer).
+type Hook = StdPin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Counts a process's port calls and breaks the armed one.
 #[derive(Default)]
@@ -55,6 +59,10 @@ pub struct FaultPlan {
     calls: AtomicUsize,
     armed: Mutex<Option<(usize, Fault)>>,
     dead: AtomicBool,
+    /// The call numbers of the batch commits (`commit_many`) so far.
+    batches: Mutex<Vec<usize>>,
+    /// Runs (once) before the next batch commit.
+    hook: Mutex<Option<Hook>>,
 }
 
 fn injected(what: &str) -> WorkspaceError {
@@ -62,11 +70,31 @@ fn injected(what: &str) -> WorkspaceError {
 }
 
 impl FaultPlan {
-    fn calls(&self) -> usize {
+    pub(crate) fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
     }
 
-    fn arm(&self, at: usize, fault: Fault) {
+    /// Runs `work` just before the next batch commit reaches the store.
+    pub(crate) fn before_next_batch(&self, work: impl Future<Output = ()> + Send + 'static) {
+        *self.hook.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::pin(work));
+    }
+
+    async fn before_batch(&self) {
+        let hook = self.hook.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(work) = hook {
+            work.await;
+        }
+    }
+
+    /// The call numbers of the batch commits so far.
+    pub(crate) fn batch_calls(&self) -> Vec<usize> {
+        self.batches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn arm(&self, at: usize, fault: Fault) {
         *self.armed.lock().unwrap_or_else(|e| e.into_inner()) = Some((at, fault));
     }
 
@@ -96,6 +124,18 @@ impl FaultPlan {
 
 struct FaultyMeta(Arc<dyn MetaStore>, Arc<FaultPlan>);
 struct FaultyBodies(Arc<dyn BodyStore>, Arc<FaultPlan>);
+
+/// A "process" over `h`'s stores whose port calls `plan` counts and breaks (for cases that
+/// stop one operation midway, then retry it through `h`, the restarted process).
+pub(crate) async fn faulty_process(h: &Harness, plan: &Arc<FaultPlan>) -> Harness {
+    Harness::new(Backend {
+        meta: Arc::new(FaultyMeta(h.meta.clone(), plan.clone())),
+        bodies: Arc::new(FaultyBodies(h.bodies.clone(), plan.clone())),
+        secrets: h.secrets.clone(),
+        guard: Box::new(()),
+    })
+    .await
+}
 
 #[async_trait]
 impl MetaStore for FaultyMeta {
@@ -133,6 +173,18 @@ impl MetaStore for FaultyMeta {
     }
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome> {
         self.1.step(self.0.commit(commit)).await
+    }
+    async fn commit_many(&self, commits: Vec<Commit>) -> Result<BatchOutcome> {
+        self.1.before_batch().await;
+        self.1
+            .batches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(self.1.calls());
+        self.1.step(self.0.commit_many(commits)).await
+    }
+    fn fits_one_commit(&self, commits: &[Commit]) -> bool {
+        self.0.fits_one_commit(commits)
     }
     async fn list_versions(
         &self,
@@ -763,6 +815,475 @@ where
     }
     assert!(
         runs >= 3 * points.min(steps) / 2,
+        "only {runs} crash points were tried"
+    );
+}
+
+/// Room for the many-file merges below (the harness's own quota is 5 files).
+fn roomy() -> workspace_core::Limits {
+    workspace_core::Limits {
+        max_files: 1000,
+        ..crate::harness::LIMITS
+    }
+}
+
+/// Every live file of the run's workspace: path → (version, content).
+async fn snapshot_of(run: &Run<'_>) -> std::collections::BTreeMap<String, (u64, String)> {
+    let listed = run
+        .call(Method::GET, "/v1/host/workspace/files?limit=1000", None)
+        .await
+        .assert_ok();
+    let mut out = std::collections::BTreeMap::new();
+    for f in listed["files"].as_array().expect("files") {
+        let path = f["path"].as_str().expect("path").to_owned();
+        let r = run
+            .call(
+                Method::GET,
+                &format!("/v1/host/workspace/files/{path}"),
+                None,
+            )
+            .await
+            .assert_ok();
+        let content = r["content"].as_str().expect("content").to_owned();
+        out.insert(path, (f["version"].as_u64().expect("version"), content));
+    }
+    out
+}
+
+/// How many entries the run's workspace's change log holds (at most 100).
+async fn changes_logged(run: &Run<'_>) -> usize {
+    run.call(Method::GET, "/v1/host/workspace/changes?limit=100", None)
+        .await
+        .assert_ok()["changes"]
+        .as_array()
+        .map_or(0, Vec::len)
+}
+
+/// No head or retained version of `paths` names a body that is gone, and every file body
+/// stored under the scope is named by one.
+async fn assert_bodies_named(
+    meta: &dyn MetaStore,
+    bodies: &dyn BodyStore,
+    inventory: &dyn BodyInventory,
+    scope: &Scope,
+    paths: &[String],
+    context: &str,
+) {
+    let mut named = HashSet::new();
+    for path in paths {
+        let p = FilePath::parse(path).expect("path");
+        for v in meta
+            .list_versions(scope, &p, None, 100)
+            .await
+            .expect("versions")
+        {
+            if let Some(body) = &v.body {
+                assert!(
+                    bodies.get(body).await.expect("body read").is_some(),
+                    "{context}: version {} of {path} names a body that is gone",
+                    v.version
+                );
+                named.insert(body.version_id.clone());
+            }
+        }
+    }
+    let prefix = format!("{}files/", scope.key_prefix());
+    for body in inventory.stored_bodies().await.expect("inventory") {
+        if body.key.starts_with(&prefix) {
+            assert!(
+                named.contains(&body.version_id),
+                "{context}: {} ({}) is stored but no version names it",
+                body.key,
+                body.version_id
+            );
+        }
+    }
+}
+
+/// Each of `paths`' events in the outbox are its changes, one each: sequences 1..=head.seq.
+async fn assert_events_once(
+    meta: &dyn MetaStore,
+    events: &dyn EventLog,
+    scope: &Scope,
+    paths: &[String],
+    context: &str,
+) {
+    let Since::Events(all) = events.since(Some(scope), 0, 10_000).await.expect("outbox") else {
+        panic!("{context}: the outbox expired events it should keep");
+    };
+    for path in paths {
+        let p = FilePath::parse(path).expect("path");
+        let committed = meta
+            .head(scope, &p)
+            .await
+            .expect("head")
+            .map_or(0, |h| h.seq);
+        let mut seen: Vec<u64> = all
+            .iter()
+            .filter(|r| r.event.path == *path)
+            .map(|r| r.event.sequence)
+            .collect();
+        seen.sort_unstable();
+        assert_eq!(
+            seen,
+            (1..=committed).collect::<Vec<u64>>(),
+            "{context}: {path}'s events are not one per committed change"
+        );
+    }
+}
+
+/// A workspace of `files` files (`p00`… at "base") and a fork that changes `changed` of
+/// them, deletes the next `deleted` and adds `added` new ones (`n0`…); the fork's id.
+async fn forked_many(
+    run: &Run<'_>,
+    files: usize,
+    changed: usize,
+    deleted: usize,
+    added: usize,
+) -> String {
+    for i in 0..files {
+        run.put(&format!("p{i:02}.md"), "base").await.assert_ok();
+    }
+    let fork = run
+        .call(Method::POST, "/v1/host/workspace/forks", Some(json!({})))
+        .await;
+    assert_eq!(
+        fork.status.as_u16(),
+        201,
+        "fork: {}",
+        String::from_utf8_lossy(&fork.body)
+    );
+    let fork = fork.json()["workspaceId"].as_str().expect("id").to_owned();
+    let in_fork = Run {
+        h: run.h,
+        workspace: fork.clone(),
+    };
+    for i in 0..changed {
+        in_fork
+            .put(&format!("p{i:02}.md"), &format!("fork {i}"))
+            .await
+            .assert_ok();
+    }
+    for i in changed..changed + deleted {
+        let gone = in_fork
+            .call(
+                Method::DELETE,
+                &format!("/v1/host/workspace/files/p{i:02}.md"),
+                None,
+            )
+            .await;
+        assert_eq!(gone.status.as_u16(), 204);
+    }
+    for i in 0..added {
+        in_fork
+            .put(&format!("n{i}.md"), &format!("new {i}"))
+            .await
+            .assert_ok();
+    }
+    fork
+}
+
+/// What the parent holds once the fork of [`forked_many`] is merged.
+fn merged_many(
+    files: usize,
+    changed: usize,
+    deleted: usize,
+    added: usize,
+) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for i in 0..files {
+        let content = if i < changed {
+            format!("fork {i}")
+        } else if i < changed + deleted {
+            continue;
+        } else {
+            "base".to_owned()
+        };
+        out.insert(format!("p{i:02}.md"), content);
+    }
+    for i in 0..added {
+        out.insert(format!("n{i}.md"), format!("new {i}"));
+    }
+    out
+}
+
+async fn merge_with_key(run: &Run<'_>, fork: &str, key: &str, body: Value) -> Reply {
+    run.h
+        .call(
+            Method::POST,
+            &format!("/v1/host/workspace/forks/{fork}/merge"),
+            Some(KEY_TENANT),
+        )
+        .header("x-workspace-id", &run.workspace)
+        .header("idempotency-key", key)
+        .json(&body)
+        .send()
+        .await
+}
+
+/// A parent write that lands on one of a merge's paths after the merge compared it and
+/// before it commits: the merge answers 409 naming that path and applies nothing (every
+/// path of the parent as it was, the writer's change kept, no body of the merge left
+/// behind); merged again, the path is a conflict, and `fork-wins` then applies everything.
+pub async fn a_merge_racing_a_parent_write_applies_nothing<F, Fut>(make: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = (Backend, Recovery)>,
+{
+    let (backend, recovery) = make().await;
+    let Backend {
+        meta,
+        bodies,
+        secrets,
+        guard: _guard,
+    } = backend;
+    let plan = Arc::new(FaultPlan::default());
+    let h = Harness::with_limits(
+        Backend {
+            meta: Arc::new(FaultyMeta(meta.clone(), plan.clone())),
+            bodies: Arc::new(FaultyBodies(bodies.clone(), plan.clone())),
+            secrets: secrets.clone(),
+            guard: Box::new(()),
+        },
+        roomy(),
+    )
+    .await;
+    // The racing writer: another process over the same stores.
+    let racer = Arc::new(
+        Harness::with_limits(
+            Backend {
+                meta: meta.clone(),
+                bodies: bodies.clone(),
+                secrets: secrets.clone(),
+                guard: Box::new(()),
+            },
+            roomy(),
+        )
+        .await,
+    );
+    let run = Run {
+        h: &h,
+        workspace: "race".to_owned(),
+    };
+    let fork = forked_many(&run, 8, 5, 1, 2).await;
+    let before = snapshot_of(&run).await;
+    let logged = changes_logged(&run).await;
+
+    let writer = racer.clone();
+    plan.before_next_batch(async move {
+        writer
+            .call(
+                Method::PUT,
+                "/v1/host/workspace/files/p03.md",
+                Some(KEY_TENANT),
+            )
+            .header("x-workspace-id", "race")
+            .json(&json!({ "content": "racer" }))
+            .send()
+            .await
+            .assert_ok();
+    });
+    let r = merge_with_key(&run, &fork, "race-1", json!({})).await;
+    let body = r.assert_error(409, "workspace_conflict");
+    assert!(
+        body["message"].as_str().unwrap_or("").contains("p03.md"),
+        "the conflict names the path: {body}"
+    );
+
+    // Nothing of the merge applied: every path as before, but the racer's.
+    let mut expected = before.clone();
+    expected.insert("p03.md".to_owned(), (2, "racer".to_owned()));
+    assert_eq!(snapshot_of(&run).await, expected);
+    assert_eq!(
+        changes_logged(&run).await,
+        logged + 1,
+        "only the racer's change"
+    );
+    let scope = Scope::parse("acme", "race").expect("scope");
+    let mut paths: Vec<String> = merged_many(8, 5, 1, 2).into_keys().collect();
+    paths.push("p05.md".to_owned());
+    assert_bodies_named(
+        meta.as_ref(),
+        bodies.as_ref(),
+        recovery.inventory.as_ref(),
+        &scope,
+        &paths,
+        "after the refused merge",
+    )
+    .await;
+    if let Some(events) = &recovery.events {
+        assert_events_once(meta.as_ref(), events.as_ref(), &scope, &paths, "race").await;
+    }
+
+    // Compared anew, the path both sides changed is a conflict; fork-wins applies it all.
+    let again = merge_with_key(&run, &fork, "race-2", json!({})).await;
+    let conflict = again.assert_error(409, "workspace_conflict");
+    let named: Vec<&str> = conflict["details"]["conflicts"]
+        .as_array()
+        .expect("conflicts")
+        .iter()
+        .filter_map(|c| c["path"].as_str())
+        .collect();
+    assert_eq!(named, ["p03.md"], "{conflict}");
+    let done = merge_with_key(&run, &fork, "race-3", json!({"strategy": "fork-wins"})).await;
+    assert_eq!(
+        done.assert_ok()["applied"].as_array().map(Vec::len),
+        Some(8)
+    );
+    let now: std::collections::BTreeMap<String, String> = snapshot_of(&run)
+        .await
+        .into_iter()
+        .map(|(p, (_, c))| (p, c))
+        .collect();
+    assert_eq!(now, merged_many(8, 5, 1, 2));
+}
+
+/// A merge larger than one commit of the store takes (on DynamoDB, more than one
+/// `TransactWriteItems`: it runs as a recorded plan in batches) broken at its batch commits
+/// and the step after each, and at `points` more of its steps, in the three ways; the sweeper runs (as it would
+/// within the hour), then the same merge with the same `Idempotency-Key` from a restarted
+/// process finishes it: every change applied exactly once (the parent as an unbroken merge
+/// leaves it, the change log holding each merge change once, one event per change where
+/// the store keeps an outbox), no body missing or left unnamed, nothing left to merge.
+pub async fn a_merge_over_one_transaction_finishes_on_retry<F, Fut>(make: F, points: usize)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = (Backend, Recovery)>,
+{
+    // 34 changes: on DynamoDB 3 actions each and the counter and secrets checks, more
+    // than the 100 one transaction takes.
+    const FILES: usize = 4;
+    const CHANGED: usize = 2;
+    const DELETED: usize = 2;
+    const ADDED: usize = 30;
+    let faulty = |backend: &Backend, plan: &Arc<FaultPlan>| Backend {
+        meta: Arc::new(FaultyMeta(backend.meta.clone(), plan.clone())),
+        bodies: Arc::new(FaultyBodies(backend.bodies.clone(), plan.clone())),
+        secrets: backend.secrets.clone(),
+        guard: Box::new(()),
+    };
+    let raw = |backend: &Backend| Backend {
+        meta: backend.meta.clone(),
+        bodies: backend.bodies.clone(),
+        secrets: backend.secrets.clone(),
+        guard: Box::new(()),
+    };
+    let expected = merged_many(FILES, CHANGED, DELETED, ADDED);
+    let mut paths: Vec<String> = expected.keys().cloned().collect();
+    paths.extend((CHANGED..CHANGED + DELETED).map(|i| format!("p{i:02}.md")));
+
+    // The merge's steps and its batch commits, counted on an unbroken run.
+    let (counting, _) = make().await;
+    let plan = Arc::new(FaultPlan::default());
+    let h = Harness::with_limits(faulty(&counting, &plan), roomy()).await;
+    let run = Run {
+        h: &h,
+        workspace: "bigcount".to_owned(),
+    };
+    let fork = forked_many(&run, FILES, CHANGED, DELETED, ADDED).await;
+    let before = plan.calls();
+    let done = merge_with_key(&run, &fork, "big", json!({})).await;
+    let applied = done.assert_ok()["applied"].as_array().map_or(0, Vec::len);
+    assert_eq!(applied, CHANGED + DELETED + ADDED);
+    let steps = plan.calls() - before;
+    let batches: Vec<usize> = plan
+        .batch_calls()
+        .into_iter()
+        .filter(|c| *c >= before)
+        .map(|c| c - before)
+        .collect();
+    assert!(!batches.is_empty(), "the merge committed no batch");
+    let mut chosen: Vec<usize> = batches
+        .iter()
+        .flat_map(|b| [*b, *b + 1])
+        .filter(|s| *s < steps)
+        .collect();
+    if points > 0 {
+        chosen.extend((0..steps).step_by(steps.div_ceil(points)));
+    }
+    chosen.sort_unstable();
+    chosen.dedup();
+
+    let mut runs = 0;
+    for step in chosen {
+        for fault in FAULTS {
+            runs += 1;
+            let context = format!(
+                "big merge ({} batches at {batches:?}), step {step} of {steps}, {fault:?}",
+                batches.len()
+            );
+            // A fresh backend for each run (the sweeper reads the whole of it).
+            let (backend, recovery) = make().await;
+            let (meta, bodies) = (backend.meta.clone(), backend.bodies.clone());
+            let plan = Arc::new(FaultPlan::default());
+            let h = Harness::with_limits(faulty(&backend, &plan), roomy()).await;
+            let workspace = format!("big{runs}");
+            let run = Run {
+                h: &h,
+                workspace: workspace.clone(),
+            };
+            let fork = forked_many(&run, FILES, CHANGED, DELETED, ADDED).await;
+            let logged = changes_logged(&run).await;
+            plan.arm(plan.calls() + step, fault);
+            let _ = merge_with_key(&run, &fork, "big", json!({})).await;
+
+            // The restart: the sweeper first (no write in flight), then the retry.
+            (recovery.sweep)().await.expect("sweep");
+            let restarted = Harness::with_limits(raw(&backend), roomy()).await;
+            let after = Run {
+                h: &restarted,
+                workspace,
+            };
+            let retried = merge_with_key(&after, &fork, "big", json!({})).await;
+            assert!(
+                retried.status.is_success(),
+                "{context}: the retry answered {} {}",
+                retried.status,
+                String::from_utf8_lossy(&retried.body)
+            );
+            let now: std::collections::BTreeMap<String, String> = snapshot_of(&after)
+                .await
+                .into_iter()
+                .map(|(p, (_, c))| (p, c))
+                .collect();
+            assert_eq!(now, expected, "{context}");
+            assert_eq!(
+                changes_logged(&after).await,
+                logged + CHANGED + DELETED + ADDED,
+                "{context}: a change doubled or missing"
+            );
+            let diff = restarted
+                .call(
+                    Method::GET,
+                    &format!("/v1/host/workspace/forks/{fork}/diff"),
+                    Some(KEY_TENANT),
+                )
+                .header("x-workspace-id", &after.workspace)
+                .send()
+                .await;
+            assert_eq!(
+                diff.json()["changes"],
+                json!([]),
+                "{context}: left to merge"
+            );
+            let scope = Scope::parse("acme", &after.workspace).expect("scope");
+            if let Some(events) = &recovery.events {
+                assert_events_once(meta.as_ref(), events.as_ref(), &scope, &paths, &context).await;
+            }
+            (recovery.sweep)().await.expect("sweep");
+            assert_bodies_named(
+                meta.as_ref(),
+                bodies.as_ref(),
+                recovery.inventory.as_ref(),
+                &scope,
+                &paths,
+                &context,
+            )
+            .await;
+        }
+    }
+    assert!(
+        runs >= 3 * batches.len(),
         "only {runs} crash points were tried"
     );
 }

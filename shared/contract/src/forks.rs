@@ -1233,3 +1233,117 @@ pub async fn every_route_works_in_a_fork(h: Harness) {
     // The parent saw none of it.
     assert_eq!(h.contents(KEY_A, None).await, files(&[("a.md", "a1")]));
 }
+
+/// Readers never see part of a merge (the stores that apply a merge in one commit: memory,
+/// redb): a reader listing the parent over and over while a merge of many paths (puts,
+/// a delete, new files) runs sees every path as before the merge or every path as after.
+pub async fn readers_never_see_part_of_a_merge(h: Harness) {
+    const FILES: usize = 30;
+    let roomy = crate::harness::Harness::with_limits(
+        crate::harness::Backend {
+            meta: h.meta.clone(),
+            bodies: h.bodies.clone(),
+            secrets: h.secrets.clone(),
+            guard: Box::new(()),
+        },
+        workspace_core::Limits {
+            max_files: 1000,
+            ..crate::harness::LIMITS
+        },
+    )
+    .await;
+    let h = roomy;
+    for i in 0..FILES {
+        h.put(KEY_A, &format!("m/{i:02}.md"), "base")
+            .await
+            .assert_ok();
+    }
+    let fork = h.new_fork(KEY_A).await;
+    for i in 0..FILES - 1 {
+        h.fork_put(KEY_A, &fork, &format!("m/{i:02}.md"), &format!("fork {i}"))
+            .await
+            .assert_ok();
+    }
+    let last = format!("m/{:02}.md", FILES - 1);
+    assert_eq!(
+        h.in_fork(Method::DELETE, &file_uri(&last), KEY_A, &fork)
+            .await
+            .status
+            .as_u16(),
+        204
+    );
+    for name in ["m/new-a.md", "m/new-b.md"] {
+        h.fork_put(KEY_A, &fork, name, "new").await.assert_ok();
+    }
+    let h = std::sync::Arc::new(h);
+    let before = listing(&h).await;
+    let mut after: BTreeMap<String, u64> = (0..FILES - 1)
+        .map(|i| (format!("m/{i:02}.md"), 2))
+        .collect();
+    after.insert("m/new-a.md".to_owned(), 1);
+    after.insert("m/new-b.md".to_owned(), 1);
+
+    // Readers on other threads, listing until the merge has answered.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (h, done, before, after) = (h.clone(), done.clone(), before.clone(), after.clone());
+            tokio::spawn(async move {
+                let mut seen = (0, 0);
+                loop {
+                    let finished = done.load(std::sync::atomic::Ordering::SeqCst);
+                    let now = listing(&h).await;
+                    if now == before {
+                        seen.0 += 1;
+                    } else if now == after {
+                        seen.1 += 1;
+                    } else {
+                        panic!("a reader saw part of a merge: {now:?}");
+                    }
+                    if finished {
+                        return seen;
+                    }
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    let merged = h.merge(KEY_A, &fork, json!({})).await;
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let applied = merged.assert_ok()["applied"].as_array().map_or(0, Vec::len);
+    assert_eq!(applied, FILES + 2);
+    let mut seen = (0, 0);
+    for r in readers {
+        let (b, a) = r.await.expect("reader");
+        seen = (seen.0 + b, seen.1 + a);
+    }
+    assert_eq!(listing(&h).await, after);
+    assert!(
+        seen.1 > 0,
+        "the readers never read after the merge: {seen:?}"
+    );
+}
+
+/// The parent's files under `m/` as one listing reads them: path → version.
+async fn listing(h: &Harness) -> BTreeMap<String, u64> {
+    let page = h
+        .call(
+            Method::GET,
+            "/v1/host/workspace/files?prefix=m/&limit=1000",
+            Some(KEY_A),
+        )
+        .send()
+        .await
+        .assert_ok();
+    page["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().expect("path").to_owned(),
+                f["version"].as_u64().expect("version"),
+            )
+        })
+        .collect()
+}

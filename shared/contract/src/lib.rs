@@ -17,6 +17,7 @@ pub mod forks;
 pub mod harness;
 pub mod history;
 pub mod hostile;
+pub mod interrupted;
 pub mod isolation;
 pub mod limits;
 pub mod mcp;
@@ -92,6 +93,9 @@ macro_rules! contract_tests {
             changes::the_change_log_lists_every_commit_newest_first,
             erase::erasing_a_version_removes_its_body_and_leaves_a_tombstone,
             erase::a_version_a_snapshot_holds_is_erased_only_when_forced,
+            interrupted::a_forced_erase_whose_kept_copy_delete_fails_is_finished_by_a_retry,
+            interrupted::an_interrupted_rollback_is_finished_by_a_retry,
+            interrupted::an_interrupted_memory_rename_never_loses_the_file_and_a_retry_finishes_it,
             memory::memory_commands_answer_like_the_reference_implementation,
             memory::memories_stay_in_their_workspace_and_read_only_keys_change_nothing,
             memory::concurrent_memory_edits_are_never_lost,
@@ -181,6 +185,36 @@ macro_rules! merge_fault_tests {
         async fn every_crash_point_of_a_merge_finishes_on_retry() {
             $crate::faults::every_crash_point_of_a_merge_finishes_on_retry($make, $points).await;
         }
+    };
+}
+
+/// A merge's atomicity on the backend `make` builds (with its recovery): a parent write
+/// racing a merge makes it apply nothing, and a merge larger than one commit of the store
+/// (on DynamoDB, one `TransactWriteItems`) broken at its batch commits and `points` more
+/// of its steps finishes on retry, each change once.
+#[macro_export]
+macro_rules! merge_atomicity_tests {
+    ($make:expr, $points:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn a_merge_racing_a_parent_write_applies_nothing() {
+            $crate::faults::a_merge_racing_a_parent_write_applies_nothing($make).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn a_merge_over_one_transaction_finishes_on_retry() {
+            $crate::faults::a_merge_over_one_transaction_finishes_on_retry($make, $points).await;
+        }
+    };
+}
+
+/// For the stores that apply a whole merge in one commit (memory, redb): readers never see
+/// part of one.
+#[macro_export]
+macro_rules! one_commit_merge_tests {
+    ($make:expr) => {
+        $crate::contract_tests!(@cases $make;
+            forks::readers_never_see_part_of_a_merge,
+        );
     };
 }
 

@@ -75,6 +75,44 @@ pub struct Commit {
     pub secrets_epoch: Option<SecretsEpoch>,
 }
 
+/// What [`MetaStore::commit_many`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchOutcome {
+    /// Every commit applied. `pruned`: the bodies of the version items they removed, all
+    /// together, for the caller to delete (as [`CommitOutcome::Committed`]).
+    Committed { pruned: Vec<BodyRef> },
+    /// Commit `index` of the batch was refused, for `outcome` (never `Committed`).
+    /// Nothing of the batch changed.
+    Refused {
+        index: usize,
+        outcome: CommitOutcome,
+    },
+}
+
+/// A batch for [`MetaStore::commit_many`] names each path of a scope once, and each
+/// idempotency key of a scope once.
+pub fn check_batch(commits: &[Commit]) -> Result<()> {
+    let mut paths = std::collections::HashSet::new();
+    let mut keys = std::collections::HashSet::new();
+    for c in commits {
+        if !paths.insert((&c.scope, c.path.as_str())) {
+            return Err(WorkspaceError::internal(format!(
+                "a batch of commits names {} twice",
+                c.path
+            )));
+        }
+        if let Some(rec) = &c.idempotency {
+            if !keys.insert((&c.scope, rec.key.as_str())) {
+                return Err(WorkspaceError::internal(format!(
+                    "a batch of commits records Idempotency-Key {} twice",
+                    rec.key
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A small record a service keeps (see [`MetaStore::put_record`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StoredRecord {
@@ -142,6 +180,19 @@ pub trait MetaStore: Send + Sync {
     /// Applies a commit atomically under its conditions, with its change-log entry
     /// (`crate::changes::Change::of_commit` of its path and version item).
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome>;
+    /// Applies `commits` all or nothing (a fork's merge): in order, each judged under its
+    /// own conditions (head, idempotency key, file quota, secrets epoch) as the commits
+    /// before it in the batch leave the store. If any is refused, nothing changes and the
+    /// answer names the first refused one; otherwise every one applies, with its change-log
+    /// entry (and outbox event), in one step no reader sees half of. No two commits may
+    /// name the same path (or idempotency key) of a scope ([`check_batch`]). A batch [`Self::fits_one_commit`]
+    /// refuses is an error, and changes nothing.
+    async fn commit_many(&self, commits: Vec<Commit>) -> Result<BatchOutcome>;
+    /// Whether `commits` fit one [`Self::commit_many`]: on DynamoDB one
+    /// `TransactWriteItems` (at most 100 actions and 4 MB); the local stores take any batch.
+    fn fits_one_commit(&self, _commits: &[Commit]) -> bool {
+        true
+    }
     /// Retained version items of a path (every lineage, tombstones included), newest
     /// first, with seq below `before` when given, at most `limit`.
     async fn list_versions(
@@ -210,6 +261,29 @@ pub trait MetaStore: Send + Sync {
     ) -> Result<Vec<SnapshotInfo>>;
 }
 
+/// The bytes of a request body in the order a transport reads them, piece by piece, so a
+/// large one is never held whole (a streamed upload: `BodyStore::put_staged_pieces`).
+#[async_trait]
+pub trait BodyPieces: Send {
+    /// The next piece (never empty), `None` after the last; an error when the body could
+    /// not be read (cut short, malformed, stalled) or is not what was expected.
+    async fn next_piece(&mut self) -> Result<Option<Vec<u8>>>;
+}
+
+/// A body already in memory, as one piece.
+pub struct OnePiece(pub Option<Vec<u8>>);
+
+#[async_trait]
+impl BodyPieces for OnePiece {
+    async fn next_piece(&mut self) -> Result<Option<Vec<u8>>> {
+        Ok(self.0.take().filter(|b| !b.is_empty()))
+    }
+}
+
+/// How much of a streamed body a store may hold in memory at once before writing it on
+/// (`BodyStore::put_staged_pieces` of the embedded store).
+pub const STREAM_PIECE_BYTES: usize = 1024 * 1024;
+
 /// File bodies. A put never overwrites: each returns a new `BodyRef`.
 ///
 /// The same store keeps the staging area of two-step uploads (`service::uploads`): bytes a
@@ -234,6 +308,24 @@ pub trait BodyStore: Send + Sync {
     /// Stages `bytes` at `key`, replacing what was there; `now` is its `stored_at` where
     /// the store keeps no clock of its own.
     async fn put_staged(&self, key: &str, bytes: Vec<u8>, now: Millis) -> Result<()>;
+    /// Stages the bytes `pieces` yields at `key`, replacing what was there once the last
+    /// piece is in; `now` as for `put_staged`. When `pieces` fails, nothing is staged (what
+    /// was there stays) and its error is returned. A store that can write pieces as they
+    /// come holds no more than [`STREAM_PIECE_BYTES`] of them at once (the embedded store);
+    /// this default gathers them and stages them whole (memory, where the bytes live in
+    /// memory anyway; S3, where clients PUT to a presigned URL and never through here).
+    async fn put_staged_pieces(
+        &self,
+        key: &str,
+        pieces: &mut dyn BodyPieces,
+        now: Millis,
+    ) -> Result<()> {
+        let mut bytes = Vec::new();
+        while let Some(piece) = pieces.next_piece().await? {
+            bytes.extend_from_slice(&piece);
+        }
+        self.put_staged(key, bytes, now).await
+    }
     /// The object staged at `key`, `None` when there is none. One over `max_bytes` comes
     /// back without its bytes (never read into memory).
     async fn get_staged(&self, key: &str, max_bytes: u64) -> Result<Option<Staged>>;

@@ -14,6 +14,9 @@ use http::request::Parts;
 use http::{header, HeaderValue, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
+use std::sync::{Arc, Mutex};
+use workspace_core::ports::BodyPieces;
+use workspace_core::service::SIGNED_UPLOAD_PREFIX;
 use workspace_core::service::{UploadCommit, UploadRequest};
 use workspace_core::{FilePath, Identity, Result, WorkspaceError, WorkspaceService};
 
@@ -80,7 +83,6 @@ pub async fn signed_download(
     Ok(resp)
 }
 
-/// A PUT to an upload URL this process signed: no credential, the signature is the grant.
 /// A PUT to a local upload URL, from its head: signature, expiry, declared length and type.
 pub fn signed_head(app: &crate::App, parts: &Parts) -> Result<()> {
     app.files()?.check_signed_upload_head(
@@ -97,21 +99,72 @@ pub fn signed_head(app: &crate::App, parts: &Parts) -> Result<()> {
     Ok(())
 }
 
+/// The body of a request the transport did not read, left in the request's extensions for
+/// a route that streams it (a PUT to a local upload URL on the local server): the handler
+/// takes it and reads it piece by piece, so no upload is ever held whole in memory.
+#[derive(Clone)]
+pub struct StreamedBody(Arc<Mutex<Option<Box<dyn BodyPieces>>>>);
+
+impl StreamedBody {
+    pub fn new(pieces: impl BodyPieces + 'static) -> Self {
+        StreamedBody(Arc::new(Mutex::new(Some(Box::new(pieces)))))
+    }
+
+    /// The body, to the first taker.
+    fn take(&self) -> Option<Box<dyn BodyPieces>> {
+        self.0.lock().ok()?.take()
+    }
+}
+
+/// Whether a transport should leave this request's body unread in a [`StreamedBody`]: a
+/// PUT to a local upload URL.
+pub fn streams_body(parts: &Parts) -> bool {
+    parts.method == http::Method::PUT && parts.uri.path().starts_with(SIGNED_UPLOAD_PREFIX)
+}
+
+/// A PUT to an upload URL this process signed: no credential, the signature is the grant.
+/// The body is read as the transport left it: in pieces ([`StreamedBody`], the local
+/// server), or already whole (the contract harness).
 pub async fn signed(
     service: &WorkspaceService,
     parts: &Parts,
     path: &str,
     body: &Bytes,
 ) -> Result<HttpResponse> {
-    let (upload_id, size) = service
-        .serve_signed_upload(
-            parts.method.as_str(),
-            path,
-            &query_pairs(parts),
-            body.to_vec(),
-            content_type(parts)?,
-        )
-        .await?;
+    let declared = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    let streamed = parts
+        .extensions
+        .get::<StreamedBody>()
+        .and_then(StreamedBody::take);
+    let (upload_id, size) = match streamed {
+        Some(mut pieces) => {
+            service
+                .serve_signed_upload_pieces(
+                    parts.method.as_str(),
+                    path,
+                    &query_pairs(parts),
+                    declared,
+                    content_type(parts)?,
+                    pieces.as_mut(),
+                )
+                .await?
+        }
+        None => {
+            service
+                .serve_signed_upload(
+                    parts.method.as_str(),
+                    path,
+                    &query_pairs(parts),
+                    body.to_vec(),
+                    content_type(parts)?,
+                )
+                .await?
+        }
+    };
     Ok(json_response(
         StatusCode::OK,
         &json!({ "uploadId": upload_id, "size": size }),

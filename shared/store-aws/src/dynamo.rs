@@ -1,17 +1,27 @@
 //! Metadata and the commit decision in one DynamoDB table (`pk`, `sk`).
 //!
-//! Commit protocol (one `TransactWriteItems`, all or nothing):
+//! Commit protocol (one `TransactWriteItems`, all or nothing; a batch of commits,
+//! `commit_many`, is one transaction of all their actions):
 //! 1. put the head, conditioned on the head the service saw (absent, live at seq s, or a
 //!    tombstone at seq s): a concurrent commit makes this fail → `HeadMoved`;
 //! 2. put the version item;
 //! 3. when a live file appears, add 1 to the workspace counter on condition it is below
-//!    `maxFiles` (→ `TooManyFiles`); a delete subtracts 1;
+//!    `maxFiles` (→ `TooManyFiles`); a delete subtracts 1 (a batch: one update of the
+//!    counter, its deltas added up, on condition that each commit adding a file finds the
+//!    counter below its `maxFiles` as the commits before it leave it);
 //! 4. put the idempotency record unless a live one exists (→ `KeyUsed`);
 //! 5. delete the version item that falls out of the retention window, unless the new
 //!    head's pins name it (a live snapshot holds it), and the items `Commit::released`
 //!    lets go (pins that ended). Their S3 bodies are removed off the request path by the
 //!    stream publisher, which sees the REMOVE with the old image (so `pruned` is always
 //!    empty here); a kept item therefore keeps its body.
+//!
+//! Actions per commit: head, version item and change-log entry (3), the counter when the
+//! number of live files changes (one per batch and scope), the idempotency record when a
+//! key is given, one delete per pruned or released version item, and the secrets-epoch
+//! check when the content was redacted (one per batch and tenant). A batch fits when its
+//! actions are at most 100 and about 4 MB ([`MAX_TRANSACTION_ACTIONS`],
+//! `MetaStore::fits_one_commit`).
 //!
 //! Pins (run snapshots) change the head with `set_pins`, under the same compare-and-swap
 //! on (`seq`, `pinRev`) that step 1 checks; see `workspace_core::service::snapshots` for
@@ -33,7 +43,9 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::model::{Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord};
-use workspace_core::ports::{Commit, CommitOutcome, Expect, MetaStore, StoredRecord};
+use workspace_core::ports::{
+    check_batch, BatchOutcome, Commit, CommitOutcome, Expect, MetaStore, StoredRecord,
+};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
 /// How long an idempotency record lives before DynamoDB TTL may remove it (seconds).
@@ -206,6 +218,276 @@ impl DynamoMeta {
     }
 }
 
+/// The most actions one `TransactWriteItems` takes, and the most bytes (DynamoDB's
+/// documented limits).
+pub const MAX_TRANSACTION_ACTIONS: usize = 100;
+pub const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
+
+/// About how many bytes an attribute value weighs (DynamoDB's item-size rules: names and
+/// values by length; a little more than it counts, never less).
+fn value_bytes(v: &AttributeValue) -> usize {
+    match v {
+        AttributeValue::S(x) | AttributeValue::N(x) => x.len(),
+        AttributeValue::Ss(xs) | AttributeValue::Ns(xs) => xs.iter().map(|x| x.len() + 1).sum(),
+        AttributeValue::M(m) => m.iter().map(|(k, v)| k.len() + value_bytes(v) + 3).sum(),
+        AttributeValue::L(l) => l.iter().map(|v| value_bytes(v) + 1).sum(),
+        _ => 8,
+    }
+}
+
+fn item_bytes(item: &Item) -> usize {
+    item.iter().map(|(k, v)| k.len() + value_bytes(v)).sum()
+}
+
+/// One action's weight in a transaction: its item (a put), or its key and expression.
+fn action_bytes(op: &TransactWriteItem) -> usize {
+    const SMALL: usize = 1024;
+    match op.put() {
+        Some(p) => item_bytes(p.item()) + SMALL,
+        None => SMALL,
+    }
+}
+
+impl DynamoMeta {
+    /// The actions of one transaction that applies `commits` (each the parts of one
+    /// commit, in order; the live-file counter and the secrets epoch checked once for all),
+    /// and which commit and part each action is.
+    #[allow(clippy::type_complexity)]
+    fn transaction(
+        &self,
+        commits: &[Commit],
+    ) -> Result<(Vec<TransactWriteItem>, Vec<(usize, Part)>)> {
+        let mut parts = Vec::new();
+        let mut ops = Vec::new();
+        for (i, c) in commits.iter().enumerate() {
+            let pk = keys::partition(&c.scope);
+            let path = c.path.as_str();
+            let (cond, values) = head_condition(c.expect);
+            let mut put = self.put(items::head_item(
+                &c.scope,
+                pk.clone(),
+                keys::head_sk(path),
+                &c.head,
+            ))?;
+            put.condition_expression = Some(cond);
+            if !values.is_empty() {
+                put.expression_attribute_values =
+                    Some(values.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
+            }
+            ops.push(TransactWriteItem::builder().put(put).build());
+            parts.push((i, Part::Head));
+
+            let version = items::version_item(
+                &c.scope,
+                pk.clone(),
+                keys::version_sk(path, c.version.seq),
+                path,
+                &c.version,
+            );
+            ops.push(TransactWriteItem::builder().put(self.put(version)?).build());
+            parts.push((i, Part::Version));
+
+            let change = Change::of_commit(&c.path, &c.version);
+            let change =
+                items::change_item(&c.scope, pk.clone(), keys::change_sk(&change.key), &change);
+            ops.push(TransactWriteItem::builder().put(self.put(change)?).build());
+            parts.push((i, Part::Change));
+
+            if let Some(rec) = &c.idempotency {
+                let expires = rec.created_at / 1000 + IDEMPOTENCY_TTL_SECS;
+                let item = items::idempotency_item(
+                    &c.scope,
+                    pk.clone(),
+                    keys::idempotency_sk(&rec.key),
+                    rec,
+                    expires,
+                )?;
+                let mut put = self.put(item)?;
+                put.condition_expression =
+                    Some("attribute_not_exists(pk) OR createdAt <= :valid_after".into());
+                put.expression_attribute_values =
+                    Some([(":valid_after".to_owned(), n(c.idempotency_valid_after))].into());
+                ops.push(TransactWriteItem::builder().put(put).build());
+                parts.push((i, Part::Idempotency));
+            }
+
+            let pinned = |seq: u64| c.head.pins.iter().any(|p| p.seq == seq);
+            let mut doomed: Vec<u64> = c.released.clone();
+            if c.retain_from_seq > 1 && !pinned(c.retain_from_seq - 1) {
+                doomed.push(c.retain_from_seq - 1);
+            }
+            doomed.sort_unstable();
+            doomed.dedup();
+            for seq in doomed {
+                let del = Delete::builder()
+                    .table_name(&self.table)
+                    .key("pk", s(pk.clone()))
+                    .key("sk", s(keys::version_sk(path, seq)))
+                    .build()
+                    .map_err(aws_err)?;
+                ops.push(TransactWriteItem::builder().delete(del).build());
+                parts.push((i, Part::Prune));
+            }
+        }
+
+        // Each scope's live-file counter, once: the commits' deltas added up, on condition
+        // that every commit adding a file finds the scope below its `max_files` as the
+        // commits before it leave the counter (live + before < max, for each).
+        let mut scopes: Vec<&Scope> = Vec::new();
+        for c in commits {
+            if !scopes.contains(&&c.scope) {
+                scopes.push(&c.scope);
+            }
+        }
+        for scope in scopes {
+            let mut delta: i64 = 0;
+            let mut limit: Option<i128> = None;
+            let mut first = None;
+            for (i, c) in commits
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| &c.scope == scope)
+            {
+                if c.live_delta > 0 {
+                    let most = i128::from(c.max_files) - 1 - i128::from(delta);
+                    limit = Some(limit.map_or(most, |l: i128| l.min(most)));
+                    first.get_or_insert(i);
+                }
+                delta += c.live_delta;
+                if c.live_delta != 0 {
+                    first.get_or_insert(i);
+                }
+            }
+            let Some(owner) = first else {
+                continue;
+            };
+            let mut upd = Update::builder()
+                .table_name(&self.table)
+                .key("pk", s(keys::partition(scope)))
+                .key("sk", s(keys::COUNT_SK))
+                .update_expression("ADD live :delta")
+                .expression_attribute_values(":delta", n(delta));
+            if let Some(limit) = limit {
+                upd = upd
+                    .condition_expression("attribute_not_exists(live) OR live <= :most")
+                    .expression_attribute_values(":most", n(limit));
+            }
+            ops.push(
+                TransactWriteItem::builder()
+                    .update(upd.build().map_err(aws_err)?)
+                    .build(),
+            );
+            parts.push((owner, Part::Count));
+        }
+
+        // The content was redacted with the tenant's secrets as of this epoch: a secret
+        // registered since fails the commit (see `secrets_table.rs`). One check per tenant.
+        let mut checked: Vec<&workspace_core::ports::SecretsEpoch> = Vec::new();
+        for (i, c) in commits.iter().enumerate() {
+            let Some(at) = &c.secrets_epoch else {
+                continue;
+            };
+            if let Some(seen) = checked.iter().find(|e| e.tenant == at.tenant) {
+                if seen.epoch != at.epoch {
+                    // Two epochs of one tenant: one is stale, so the batch cannot hold.
+                    return Err(WorkspaceError::Conflict {
+                        message: "secrets moved".to_owned(),
+                        current_version: i as u64,
+                    });
+                }
+                continue;
+            }
+            checked.push(at);
+            let check = ConditionCheck::builder()
+                .table_name(&self.table)
+                .key("pk", s(keys::secrets_partition(&at.tenant)))
+                .key("sk", s(crate::secrets_table::EPOCH_SK));
+            let check = if at.epoch == 0 {
+                check.condition_expression("attribute_not_exists(epoch)")
+            } else {
+                check
+                    .condition_expression("epoch = :epoch")
+                    .expression_attribute_values(":epoch", n(at.epoch))
+            };
+            ops.push(
+                TransactWriteItem::builder()
+                    .condition_check(check.build().map_err(aws_err)?)
+                    .build(),
+            );
+            parts.push((i, Part::SecretsEpoch));
+        }
+        Ok((ops, parts))
+    }
+
+    /// Runs the transaction of `commits` and tells what happened.
+    async fn transact(&self, commits: &[Commit]) -> Result<BatchOutcome> {
+        let (ops, parts) = match self.transaction(commits) {
+            Ok(built) => built,
+            Err(WorkspaceError::Conflict {
+                current_version, ..
+            }) => {
+                return Ok(BatchOutcome::Refused {
+                    index: current_version as usize,
+                    outcome: CommitOutcome::SecretsMoved,
+                })
+            }
+            Err(e) => return Err(e),
+        };
+        let res = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(ops))
+            .send()
+            .await;
+        let refused = |index: usize, outcome| Ok(BatchOutcome::Refused { index, outcome });
+        match res {
+            Ok(_) => Ok(BatchOutcome::Committed { pruned: Vec::new() }),
+            Err(SdkError::ServiceError(e)) => match e.err() {
+                TransactWriteItemsError::TransactionCanceledException(tc) => {
+                    let failed: Vec<((usize, Part), &str)> = tc
+                        .cancellation_reasons()
+                        .iter()
+                        .zip(&parts)
+                        .filter_map(|(r, p)| r.code().filter(|c| *c != "None").map(|c| (*p, c)))
+                        .collect();
+                    let find = |part: Part| {
+                        failed
+                            .iter()
+                            .find(|((_, p), code)| *p == part && *code == "ConditionalCheckFailed")
+                            .map(|((i, _), _)| *i)
+                    };
+                    let conflict = failed
+                        .iter()
+                        .find(|(_, c)| *c == "TransactionConflict")
+                        .map(|((i, _), _)| *i);
+                    if let Some(i) = find(Part::SecretsEpoch) {
+                        refused(i, CommitOutcome::SecretsMoved)
+                    } else if let Some(i) = find(Part::Head).or(conflict) {
+                        refused(i, CommitOutcome::HeadMoved)
+                    } else if let Some(i) = find(Part::Idempotency) {
+                        let c = &commits[i];
+                        let key = c.idempotency.as_ref().map(|r| r.key.as_str()).unwrap_or("");
+                        match self.idempotency(&c.scope, key).await? {
+                            Some(rec) => refused(i, CommitOutcome::KeyUsed(rec)),
+                            None => refused(i, CommitOutcome::HeadMoved),
+                        }
+                    } else if let Some(i) = find(Part::Count) {
+                        refused(i, CommitOutcome::TooManyFiles)
+                    } else {
+                        Err(WorkspaceError::internal(format!(
+                            "transaction cancelled: {failed:?}"
+                        )))
+                    }
+                }
+                other => Err(WorkspaceError::internal(format!(
+                    "TransactWriteItems: {other}"
+                ))),
+            },
+            Err(e) => Err(aws_err(e)),
+        }
+    }
+}
+
 #[async_trait]
 impl MetaStore for DynamoMeta {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
@@ -263,166 +545,34 @@ impl MetaStore for DynamoMeta {
     }
 
     async fn commit(&self, c: Commit) -> Result<CommitOutcome> {
-        let pk = keys::partition(&c.scope);
-        let path = c.path.as_str();
-        let mut parts = Vec::new();
-        let mut ops = Vec::new();
-
-        let (cond, values) = head_condition(c.expect);
-        let mut put = self.put(items::head_item(
-            &c.scope,
-            pk.clone(),
-            keys::head_sk(path),
-            &c.head,
-        ))?;
-        put.condition_expression = Some(cond);
-        if !values.is_empty() {
-            put.expression_attribute_values =
-                Some(values.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
+        match self.transact(std::slice::from_ref(&c)).await? {
+            BatchOutcome::Committed { pruned } => Ok(CommitOutcome::Committed { pruned }),
+            BatchOutcome::Refused { outcome, .. } => Ok(outcome),
         }
-        ops.push(TransactWriteItem::builder().put(put).build());
-        parts.push(Part::Head);
+    }
 
-        let version = items::version_item(
-            &c.scope,
-            pk.clone(),
-            keys::version_sk(path, c.version.seq),
-            path,
-            &c.version,
-        );
-        ops.push(TransactWriteItem::builder().put(self.put(version)?).build());
-        parts.push(Part::Version);
+    /// One `TransactWriteItems` for the whole batch (see the module notes).
+    async fn commit_many(&self, commits: Vec<Commit>) -> Result<BatchOutcome> {
+        check_batch(&commits)?;
+        if commits.is_empty() {
+            return Ok(BatchOutcome::Committed { pruned: Vec::new() });
+        }
+        if !self.fits_one_commit(&commits) {
+            return Err(WorkspaceError::internal(format!(
+                "a batch of {} commits is more than one TransactWriteItems takes",
+                commits.len()
+            )));
+        }
+        self.transact(&commits).await
+    }
 
-        let change = Change::of_commit(&c.path, &c.version);
-        let change =
-            items::change_item(&c.scope, pk.clone(), keys::change_sk(&change.key), &change);
-        ops.push(TransactWriteItem::builder().put(self.put(change)?).build());
-        parts.push(Part::Change);
-
-        if c.live_delta != 0 {
-            let mut upd = Update::builder()
-                .table_name(&self.table)
-                .key("pk", s(pk.clone()))
-                .key("sk", s(keys::COUNT_SK))
-                .update_expression("ADD live :delta")
-                .expression_attribute_values(":delta", n(c.live_delta));
-            if c.live_delta > 0 {
-                upd = upd
-                    .condition_expression("attribute_not_exists(live) OR live < :max")
-                    .expression_attribute_values(":max", n(c.max_files));
+    fn fits_one_commit(&self, commits: &[Commit]) -> bool {
+        match self.transaction(commits) {
+            Ok((ops, _)) => {
+                ops.len() <= MAX_TRANSACTION_ACTIONS
+                    && ops.iter().map(action_bytes).sum::<usize>() <= MAX_TRANSACTION_BYTES
             }
-            ops.push(
-                TransactWriteItem::builder()
-                    .update(upd.build().map_err(aws_err)?)
-                    .build(),
-            );
-            parts.push(Part::Count);
-        }
-
-        if let Some(rec) = &c.idempotency {
-            let expires = rec.created_at / 1000 + IDEMPOTENCY_TTL_SECS;
-            let item = items::idempotency_item(
-                &c.scope,
-                pk.clone(),
-                keys::idempotency_sk(&rec.key),
-                rec,
-                expires,
-            )?;
-            let mut put = self.put(item)?;
-            put.condition_expression =
-                Some("attribute_not_exists(pk) OR createdAt <= :valid_after".into());
-            put.expression_attribute_values =
-                Some([(":valid_after".to_owned(), n(c.idempotency_valid_after))].into());
-            ops.push(TransactWriteItem::builder().put(put).build());
-            parts.push(Part::Idempotency);
-        }
-
-        let pinned = |seq: u64| c.head.pins.iter().any(|p| p.seq == seq);
-        let mut doomed: Vec<u64> = c.released.clone();
-        if c.retain_from_seq > 1 && !pinned(c.retain_from_seq - 1) {
-            doomed.push(c.retain_from_seq - 1);
-        }
-        doomed.sort_unstable();
-        doomed.dedup();
-        for seq in doomed {
-            let del = Delete::builder()
-                .table_name(&self.table)
-                .key("pk", s(pk.clone()))
-                .key("sk", s(keys::version_sk(path, seq)))
-                .build()
-                .map_err(aws_err)?;
-            ops.push(TransactWriteItem::builder().delete(del).build());
-            parts.push(Part::Prune);
-        }
-
-        // The content was redacted with the tenant's secrets as of this epoch: a secret
-        // registered since fails the commit (see `secrets_table.rs`).
-        if let Some(at) = &c.secrets_epoch {
-            let check = ConditionCheck::builder()
-                .table_name(&self.table)
-                .key("pk", s(keys::secrets_partition(&at.tenant)))
-                .key("sk", s(crate::secrets_table::EPOCH_SK));
-            let check = if at.epoch == 0 {
-                check.condition_expression("attribute_not_exists(epoch)")
-            } else {
-                check
-                    .condition_expression("epoch = :epoch")
-                    .expression_attribute_values(":epoch", n(at.epoch))
-            };
-            ops.push(
-                TransactWriteItem::builder()
-                    .condition_check(check.build().map_err(aws_err)?)
-                    .build(),
-            );
-            parts.push(Part::SecretsEpoch);
-        }
-
-        let res = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(ops))
-            .send()
-            .await;
-        match res {
-            Ok(_) => Ok(CommitOutcome::Committed { pruned: Vec::new() }),
-            Err(SdkError::ServiceError(e)) => match e.err() {
-                TransactWriteItemsError::TransactionCanceledException(tc) => {
-                    let failed: Vec<(Part, &str)> = tc
-                        .cancellation_reasons()
-                        .iter()
-                        .zip(&parts)
-                        .filter_map(|(r, p)| r.code().filter(|c| *c != "None").map(|c| (*p, c)))
-                        .collect();
-                    let is = |part: Part| {
-                        failed
-                            .iter()
-                            .any(|(p, code)| *p == part && *code == "ConditionalCheckFailed")
-                    };
-                    if is(Part::SecretsEpoch) {
-                        Ok(CommitOutcome::SecretsMoved)
-                    } else if is(Part::Head)
-                        || failed.iter().any(|(_, c)| *c == "TransactionConflict")
-                    {
-                        Ok(CommitOutcome::HeadMoved)
-                    } else if is(Part::Idempotency) {
-                        let key = c.idempotency.as_ref().map(|r| r.key.as_str()).unwrap_or("");
-                        match self.idempotency(&c.scope, key).await? {
-                            Some(rec) => Ok(CommitOutcome::KeyUsed(rec)),
-                            None => Ok(CommitOutcome::HeadMoved),
-                        }
-                    } else if is(Part::Count) {
-                        Ok(CommitOutcome::TooManyFiles)
-                    } else {
-                        Err(WorkspaceError::internal(format!(
-                            "transaction cancelled: {failed:?}"
-                        )))
-                    }
-                }
-                other => Err(WorkspaceError::internal(format!(
-                    "TransactWriteItems: {other}"
-                ))),
-            },
-            Err(e) => Err(aws_err(e)),
+            Err(_) => false,
         }
     }
 

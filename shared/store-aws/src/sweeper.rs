@@ -1,5 +1,6 @@
 //! The orphan sweeper behind `functions/sweep`: deletes S3 body versions that no version
-//! item points to and that are older than a grace period. Orphans arise when a body was
+//! item (and no live merge plan, `workspace_core::forks::plan`) points to and that are
+//! older than a grace period. Orphans arise when a body was
 //! uploaded but its commit failed (a 409, a crash between the two writes); the grace
 //! period keeps the sweeper away from uploads whose commit is still in flight.
 //!
@@ -8,9 +9,10 @@
 //! committed, and bytes a client sent twice.
 
 use crate::aws_err;
-use crate::items::{get_s, s};
+use crate::items::{get_n, get_s, s};
 use crate::keys;
 use std::collections::{HashMap, HashSet};
+use workspace_core::forks::plan::{bodies_named, MERGE_PLAN_KIND};
 use workspace_core::model::{BodyRef, Millis};
 use workspace_core::ports::BodyInventory;
 use workspace_core::service::STAGED_MAX_AGE_MS;
@@ -70,11 +72,45 @@ impl Sweeper {
         }
     }
 
-    /// Deletes unreferenced body versions last modified before `now - grace`.
+    /// The S3 version ids the live merge plans of a scope name (`forks::plan`): bodies
+    /// uploaded for a merge too large for one transaction, which a retry with its
+    /// `Idempotency-Key` still commits.
+    async fn planned(&self, scope: &Scope, now: Millis) -> Result<HashSet<String>> {
+        let mut ids = HashSet::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .dynamodb
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :plan)")
+                .expression_attribute_values(":pk", s(keys::partition(scope)))
+                .expression_attribute_values(":plan", s(keys::record_sk(MERGE_PLAN_KIND, "")))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(aws_err)?;
+            for item in out.items() {
+                let live = get_n::<Millis>(item, "expiresAtMs").is_ok_and(|at| at > now);
+                if let (true, Ok(value)) = (live, get_s(item, "value")) {
+                    ids.extend(bodies_named(&value).into_iter().map(|b| b.version_id));
+                }
+            }
+            match out.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => return Ok(ids),
+            }
+        }
+    }
+
+    /// Deletes unreferenced body versions last modified before `now - grace`; a body a
+    /// live merge plan names stays.
     pub async fn sweep(&self, now: Millis, grace_ms: Millis) -> Result<SweepReport> {
         let cutoff = now - grace_ms;
         let mut report = SweepReport::default();
         let mut cache: HashMap<String, HashSet<String>> = HashMap::new();
+        let mut plans: HashMap<String, HashSet<String>> = HashMap::new();
         let (mut key_marker, mut version_marker) = (None, None);
         loop {
             let page = self
@@ -113,7 +149,16 @@ impl Sweeper {
                     cache.insert(key.to_owned(), ids);
                 }
                 if !cache.get(key).is_some_and(|ids| ids.contains(id)) {
-                    doomed.push((key.to_owned(), id.to_owned()));
+                    // Not named by a version: unless a merge's plan names it (uploaded for
+                    // a change the plan has still to commit; a retry commits it).
+                    let scope_key = keys::partition(&scope);
+                    if !plans.contains_key(&scope_key) {
+                        let ids = self.planned(&scope, now).await?;
+                        plans.insert(scope_key.clone(), ids);
+                    }
+                    if !plans.get(&scope_key).is_some_and(|ids| ids.contains(id)) {
+                        doomed.push((key.to_owned(), id.to_owned()));
+                    }
                 }
             }
             for (key, id) in doomed {

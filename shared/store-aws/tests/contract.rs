@@ -58,6 +58,17 @@ mod capabilities {
 /// Crash points on the emulator; the recovery is the scheduled sweeper's own run, as if a
 /// day had passed (every orphan past its grace, every staged object past its age).
 async fn with_recovery() -> (Backend, workspace_contract::faults::Recovery) {
+    swept_after(2 * 24 * 3600 * 1000).await
+}
+
+/// [`with_recovery`], swept as if an hour had passed: every orphan past its grace, while a
+/// merge's plan (kept a day, for its retry) still lives.
+async fn with_recovery_within_the_hour() -> (Backend, workspace_contract::faults::Recovery) {
+    swept_after(3600 * 1000).await
+}
+
+/// A fresh backend, and its recovery: the sweeper run `later_ms` from now, grace 0.
+async fn swept_after(later_ms: i64) -> (Backend, workspace_contract::faults::Recovery) {
     use workspace_core::ports::{Clock, SystemClock};
     let env = common::fresh(None).await;
     let sweeper = Arc::new(workspace_store_aws::sweeper::Sweeper {
@@ -71,7 +82,7 @@ async fn with_recovery() -> (Backend, workspace_contract::faults::Recovery) {
         sweep: Box::new(move || {
             let s = swept.clone();
             Box::pin(async move {
-                let later = SystemClock.now_ms() + 2 * 24 * 3600 * 1000;
+                let later = SystemClock.now_ms() + later_ms;
                 Ok(s.sweep(later, 0).await?.deleted as u64)
             })
         }),
@@ -95,6 +106,7 @@ async fn with_recovery() -> (Backend, workspace_contract::faults::Recovery) {
 }
 
 mod faults {
-    use super::with_recovery;
+    use super::{with_recovery, with_recovery_within_the_hour};
     workspace_contract::fault_tests!(with_recovery);
+    workspace_contract::merge_atomicity_tests!(with_recovery_within_the_hour, 0);
 }

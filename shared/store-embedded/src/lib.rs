@@ -13,6 +13,8 @@
 //! - `snapshots`:   prefix + snapshot id → Snapshot (JSON)
 //! - `bodies`:      (body key, id)       → bytes
 //! - `staged`:      staging key           → stored-at (8 bytes, big-endian ms) + bytes
+//! - `staged_files`: staging key          → stored-at, size and name of a streamed upload's
+//!   file in the data directory's `staging/` folder (`staging.rs`)
 //! - `outbox*`:     the events of commits (`outbox.rs`)
 
 mod capabilities;
@@ -28,7 +30,7 @@ mod staging;
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::de::DeserializeOwned;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::events::WorkspaceEvent;
@@ -36,9 +38,12 @@ use workspace_core::model::{
     BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{
-    BodyStore, Commit, CommitOutcome, Expect, IdSource, MetaStore, RandomIds, Staged, StoredRecord,
+    check_batch, BatchOutcome, BodyPieces, BodyStore, Commit, CommitOutcome, Expect, IdSource,
+    MetaStore, RandomIds, Staged, StoredRecord,
 };
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
+
+pub use staging::STAGING_DIR;
 
 /// A table of JSON values under string keys.
 pub(crate) type JsonTable = TableDefinition<'static, &'static str, &'static [u8]>;
@@ -89,6 +94,8 @@ pub struct EmbeddedStore {
     db: Arc<Database>,
     /// Every file commit goes through it (`group_commit.rs`).
     committer: Arc<group_commit::Committer>,
+    /// Where streamed uploads are written (`staging.rs`).
+    staging: Arc<PathBuf>,
 }
 
 impl EmbeddedStore {
@@ -122,12 +129,18 @@ impl EmbeddedStore {
         txn.open_table(RECORDS).map_err(db_err)?;
         changes::create_tables(&txn)?;
         txn.open_table(STAGED).map_err(db_err)?;
+        txn.open_table(staging::STAGED_FILES).map_err(db_err)?;
         sessions::create_tables(&txn)?;
         outbox::create_tables(&txn)?;
         txn.commit().map_err(db_err)?;
+        let staging = Arc::new(staging::open(&db, dir)?);
         let db = Arc::new(db);
         let committer = Arc::new(group_commit::Committer::start(&db)?);
-        Ok(Self { db, committer })
+        Ok(Self {
+            db,
+            committer,
+            staging,
+        })
     }
 
     /// Holds the database's one write transaction open: every write waits until the hold
@@ -178,35 +191,89 @@ impl EmbeddedStore {
 /// are checked against what the transaction holds so far, and a refused commit returns
 /// before it writes anything.
 fn apply_in(txn: &redb::WriteTransaction, c: &Commit) -> Result<CommitOutcome> {
+    if let Some(refused) = refusal_in(txn, c, 0)? {
+        return Ok(refused);
+    }
+    write_in(txn, c)
+}
+
+/// Decides a batch of commits inside `txn`, all or nothing: every one is judged first (as
+/// the ones before it would leave the transaction), and only when none is refused do they
+/// all write.
+fn apply_many_in(txn: &redb::WriteTransaction, commits: &[Commit]) -> Result<BatchOutcome> {
+    check_batch(commits)?;
+    // The live files the commits before each one add (or remove), by scope prefix.
+    let mut pending: std::collections::HashMap<String, i64> = Default::default();
+    for (index, c) in commits.iter().enumerate() {
+        let prefix = c.scope.key_prefix();
+        let before = pending.get(&prefix).copied().unwrap_or(0);
+        if let Some(outcome) = refusal_in(txn, c, before)? {
+            return Ok(BatchOutcome::Refused { index, outcome });
+        }
+        pending.insert(prefix, before + c.live_delta);
+    }
+    let mut pruned = Vec::new();
+    for c in commits {
+        if let CommitOutcome::Committed { pruned: p } = write_in(txn, c)? {
+            pruned.extend(p);
+        }
+    }
+    Ok(BatchOutcome::Committed { pruned })
+}
+
+/// Why `c` is refused in `txn`, counting `pending` more live files in its scope than the
+/// transaction holds (what the commits before it in its batch add); `None` when it applies.
+/// Reads only.
+fn refusal_in(
+    txn: &redb::WriteTransaction,
+    c: &Commit,
+    pending: i64,
+) -> Result<Option<CommitOutcome>> {
     let prefix = c.scope.key_prefix();
     let hkey = head_key(&c.scope, c.path.as_str());
-    let outcome = {
-        let mut heads = txn.open_table(HEADS).map_err(db_err)?;
-        let current: Option<Head> = match heads.get(hkey.as_str()).map_err(db_err)? {
+    let heads = txn.open_table(HEADS).map_err(db_err)?;
+    let current: Option<Head> = match heads.get(hkey.as_str()).map_err(db_err)? {
+        Some(v) => Some(decode(v.value())?),
+        None => None,
+    };
+    if !c.expect.matches(current.as_ref()) {
+        return Ok(Some(CommitOutcome::HeadMoved));
+    }
+    if let Some(r) = &c.idempotency {
+        let idem = txn.open_table(IDEMPOTENCY).map_err(db_err)?;
+        let k = format!("{prefix}{}", r.key);
+        let found: Option<IdempotencyRecord> = match idem.get(k.as_str()).map_err(db_err)? {
             Some(v) => Some(decode(v.value())?),
             None => None,
         };
-        if !c.expect.matches(current.as_ref()) {
-            return Ok(CommitOutcome::HeadMoved);
+        if let Some(rec) = found.filter(|rec| rec.created_at > c.idempotency_valid_after) {
+            return Ok(Some(CommitOutcome::KeyUsed(rec)));
         }
-        let mut idem = txn.open_table(IDEMPOTENCY).map_err(db_err)?;
-        let idem_key = c.idempotency.as_ref().map(|r| format!("{prefix}{}", r.key));
-        if let Some(k) = &idem_key {
-            if let Some(v) = idem.get(k.as_str()).map_err(db_err)? {
-                let rec: IdempotencyRecord = decode(v.value())?;
-                if rec.created_at > c.idempotency_valid_after {
-                    return Ok(CommitOutcome::KeyUsed(rec));
-                }
-            }
+    }
+    if c.live_delta > 0 {
+        let counts = txn.open_table(LIVE_COUNTS).map_err(db_err)?;
+        let live = counts
+            .get(prefix.as_str())
+            .map_err(db_err)?
+            .map_or(0, |v| v.value());
+        if live.saturating_add_signed(pending) >= c.max_files {
+            return Ok(Some(CommitOutcome::TooManyFiles));
         }
+    }
+    Ok(None)
+}
+
+/// Writes a commit already judged ([`refusal_in`]) into `txn`: head, version item,
+/// retention, idempotency record, live count, its event and change-log entry.
+fn write_in(txn: &redb::WriteTransaction, c: &Commit) -> Result<CommitOutcome> {
+    let prefix = c.scope.key_prefix();
+    let hkey = head_key(&c.scope, c.path.as_str());
+    let outcome = {
         let mut counts = txn.open_table(LIVE_COUNTS).map_err(db_err)?;
         let live = counts
             .get(prefix.as_str())
             .map_err(db_err)?
             .map_or(0, |v| v.value());
-        if c.live_delta > 0 && live >= c.max_files {
-            return Ok(CommitOutcome::TooManyFiles);
-        }
         counts
             .insert(prefix.as_str(), live.saturating_add_signed(c.live_delta))
             .map_err(db_err)?;
@@ -233,10 +300,13 @@ fn apply_in(txn: &redb::WriteTransaction, c: &Commit) -> Result<CommitOutcome> {
                 encode(&c.version)?.as_slice(),
             )
             .map_err(db_err)?;
+        let mut heads = txn.open_table(HEADS).map_err(db_err)?;
         heads
             .insert(hkey.as_str(), encode(&c.head)?.as_slice())
             .map_err(db_err)?;
-        if let (Some(k), Some(rec)) = (&idem_key, &c.idempotency) {
+        if let Some(rec) = &c.idempotency {
+            let mut idem = txn.open_table(IDEMPOTENCY).map_err(db_err)?;
+            let k = format!("{prefix}{}", rec.key);
             idem.insert(k.as_str(), encode(rec)?.as_slice())
                 .map_err(db_err)?;
         }
@@ -354,6 +424,13 @@ impl MetaStore for EmbeddedStore {
 
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome> {
         self.committer.commit(commit).await
+    }
+
+    /// The batch is one job of the group committer: decided whole inside its shared
+    /// write transaction (one fsync), so it lands in one redb commit with its neighbours'.
+    async fn commit_many(&self, commits: Vec<Commit>) -> Result<BatchOutcome> {
+        check_batch(&commits)?;
+        self.committer.commit_many(commits).await
     }
 
     async fn list_versions(
@@ -637,25 +714,51 @@ impl BodyStore for EmbeddedStore {
     }
 
     async fn put_staged(&self, key: &str, bytes: Vec<u8>, now: Millis) -> Result<()> {
-        let key = key.to_owned();
-        self.blocking(move |db| staging::put(db, &key, &bytes, now))
+        let (key, dir) = (key.to_owned(), self.staging.clone());
+        self.blocking(move |db| staging::put(db, &dir, &key, &bytes, now))
             .await
     }
 
+    /// Streams the pieces into a file of the staging folder, then names it in one
+    /// transaction (see `staging.rs` for why a file and not a redb value).
+    async fn put_staged_pieces(
+        &self,
+        key: &str,
+        pieces: &mut dyn BodyPieces,
+        now: Millis,
+    ) -> Result<()> {
+        let (name, size) = staging::write_pieces(&self.staging, pieces).await?;
+        let (key, dir, file) = (key.to_owned(), self.staging.clone(), name.clone());
+        let adopted = self
+            .blocking(move |db| staging::adopt(db, &dir, &key, &file, size, now))
+            .await;
+        if adopted.is_err() {
+            let dir = self.staging.clone();
+            let _ = self
+                .blocking(move |_| {
+                    staging::unlink(&dir, [name]);
+                    Ok(())
+                })
+                .await;
+        }
+        adopted
+    }
+
     async fn get_staged(&self, key: &str, max_bytes: u64) -> Result<Option<Staged>> {
-        let key = key.to_owned();
-        self.blocking(move |db| staging::get(db, &key, max_bytes))
+        let (key, dir) = (key.to_owned(), self.staging.clone());
+        self.blocking(move |db| staging::get(db, &dir, &key, max_bytes))
             .await
     }
 
     async fn delete_staged(&self, key: &str) -> Result<()> {
-        let key = key.to_owned();
-        self.blocking(move |db| staging::delete(db, &key)).await
+        let (key, dir) = (key.to_owned(), self.staging.clone());
+        self.blocking(move |db| staging::delete(db, &dir, &key))
+            .await
     }
 
     async fn prune_staged(&self, prefix: &str, cutoff: Millis) -> Result<u64> {
-        let prefix = prefix.to_owned();
-        self.blocking(move |db| staging::prune(db, &prefix, cutoff))
+        let (prefix, dir) = (prefix.to_owned(), self.staging.clone());
+        self.blocking(move |db| staging::prune(db, &dir, &prefix, cutoff))
             .await
     }
 }

@@ -13,6 +13,7 @@ use super::{
     VERSIONS,
 };
 use crate::capabilities::{BLOB_BYTES, BLOB_META, BLOB_SUPERSEDED, BLOB_SUPERSEDED_BYTES, CACHE};
+use crate::staging::STAGED_FILES;
 use crate::STAGED;
 use async_trait::async_trait;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
@@ -405,6 +406,7 @@ impl SessionStore for EmbeddedStore {
 impl BodyEraser for EmbeddedStore {
     async fn erase_prefix(&self, prefix: &str) -> Result<u64> {
         let prefix = prefix.to_owned();
+        let dir = self.staging.clone();
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(db_err)?;
             let mut n = 0;
@@ -415,7 +417,10 @@ impl BodyEraser for EmbeddedStore {
             for table in [CACHE, BLOB_META, BLOB_BYTES, STAGED] {
                 n += drain_str(&txn, table, &prefix)?;
             }
+            let files = crate::staging::drain_files(&txn, &prefix, |_| true)?;
             txn.commit().map_err(db_err)?;
+            n += files.len() as u64;
+            crate::staging::unlink(&dir, files);
             Ok(n)
         })
         .await
@@ -435,7 +440,7 @@ impl BodyEraser for EmbeddedStore {
                     .map_err(db_err)?
                     .count() as u64;
             }
-            for table in [CACHE, BLOB_META, BLOB_BYTES, STAGED] {
+            for table in [CACHE, BLOB_META, BLOB_BYTES, STAGED, STAGED_FILES] {
                 n += count_str(db, table, &prefix)?;
             }
             Ok(n)

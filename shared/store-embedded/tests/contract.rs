@@ -201,4 +201,10 @@ mod faults {
     use super::with_recovery;
     workspace_contract::fault_tests!(with_recovery);
     workspace_contract::merge_fault_tests!(with_recovery, usize::MAX);
+    workspace_contract::merge_atomicity_tests!(with_recovery, 8);
+}
+
+mod one_commit {
+    use super::backend;
+    workspace_contract::one_commit_merge_tests!(backend);
 }

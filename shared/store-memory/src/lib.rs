@@ -16,7 +16,8 @@ use workspace_core::model::{
     BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{
-    BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged, StoredRecord,
+    check_batch, BatchOutcome, BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged,
+    StoredRecord,
 };
 use workspace_core::secrets::{SecretRecord, SecretStore};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, TenantId, WorkspaceError};
@@ -141,59 +142,33 @@ impl MetaStore for MemoryMeta {
     async fn commit(&self, c: Commit) -> Result<CommitOutcome> {
         let mut guard = self.lock()?;
         let state = guard.entry(c.scope.clone()).or_default();
-        let path = c.path.to_string();
-        if !c.expect.matches(state.heads.get(&path)) {
-            return Ok(CommitOutcome::HeadMoved);
+        if let Some(refused) = refusal(state, &c, state.live) {
+            return Ok(refused);
         }
-        if let Some(rec) = c
-            .idempotency
-            .as_ref()
-            .and_then(|i| state.idempotency.get(&i.key))
-            .filter(|r| r.created_at > c.idempotency_valid_after)
-        {
-            return Ok(CommitOutcome::KeyUsed(rec.clone()));
-        }
-        if c.live_delta > 0 && state.live >= c.max_files {
-            return Ok(CommitOutcome::TooManyFiles);
-        }
-        state.live = state.live.saturating_add_signed(c.live_delta);
-        // Retention skips the items a live snapshot pins (the new head's pins).
-        let stale: Vec<(String, u64)> = state
-            .versions
-            .range((path.clone(), 0)..(path.clone(), c.retain_from_seq))
-            .map(|(k, _)| k.clone())
-            .filter(|(_, seq)| !c.head.pins.iter().any(|p| p.seq == *seq))
-            .collect();
-        let pruned = stale
-            .iter()
-            .filter_map(|k| state.versions.remove(k).and_then(|v| v.body))
-            .collect();
-        let event = WorkspaceEvent::scope_of(&c.scope, &path, &c.version);
-        self.outbox
-            .lock()
-            .map_err(|_| WorkspaceError::internal("memory store lock poisoned"))?
-            .append(&c.scope, event, c.version.updated_at);
-        let change = Change::of_commit(&c.path, &c.version);
-        // A few expired entries go with each commit (no TTL here).
-        let expired: Vec<String> = state
-            .changes
-            .iter()
-            .take(2)
-            .filter(|(_, e)| e.expires_at <= change.at)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in expired {
-            state.changes.remove(&k);
-        }
-        state.changes.insert(change.key.clone(), change);
-        state
-            .versions
-            .insert((path.clone(), c.version.seq), c.version);
-        state.heads.insert(path, c.head);
-        if let Some(rec) = c.idempotency {
-            state.idempotency.insert(rec.key.clone(), rec);
-        }
+        let pruned = self.apply(state, c)?;
         Ok(CommitOutcome::Committed { pruned })
+    }
+
+    async fn commit_many(&self, commits: Vec<Commit>) -> Result<BatchOutcome> {
+        check_batch(&commits)?;
+        // One lock for the whole batch: every commit is judged first (as the ones before
+        // it leave the scope), then all apply; no reader sees a part.
+        let mut guard = self.lock()?;
+        let mut live: HashMap<Scope, u64> = HashMap::new();
+        for (index, c) in commits.iter().enumerate() {
+            let state = guard.entry(c.scope.clone()).or_default();
+            let count = live.entry(c.scope.clone()).or_insert(state.live);
+            if let Some(outcome) = refusal(state, c, *count) {
+                return Ok(BatchOutcome::Refused { index, outcome });
+            }
+            *count = count.saturating_add_signed(c.live_delta);
+        }
+        let mut pruned = Vec::new();
+        for c in commits {
+            let state = guard.entry(c.scope.clone()).or_default();
+            pruned.extend(self.apply(state, c)?);
+        }
+        Ok(BatchOutcome::Committed { pruned })
     }
 
     async fn list_versions(
@@ -356,6 +331,72 @@ impl MetaStore for MemoryMeta {
         page.sort_by(|a, b| b.id.cmp(&a.id));
         page.truncate(limit);
         Ok(page)
+    }
+}
+
+/// Why `c` is refused in `state`, where the scope holds `live` files (the commits before
+/// it in its batch counted); `None` when it applies.
+fn refusal(state: &ScopeState, c: &Commit, live: u64) -> Option<CommitOutcome> {
+    if !c.expect.matches(state.heads.get(c.path.as_str())) {
+        return Some(CommitOutcome::HeadMoved);
+    }
+    if let Some(rec) = c
+        .idempotency
+        .as_ref()
+        .and_then(|i| state.idempotency.get(&i.key))
+        .filter(|r| r.created_at > c.idempotency_valid_after)
+    {
+        return Some(CommitOutcome::KeyUsed(rec.clone()));
+    }
+    if c.live_delta > 0 && live >= c.max_files {
+        return Some(CommitOutcome::TooManyFiles);
+    }
+    None
+}
+
+impl MemoryMeta {
+    /// Applies a commit already judged (`refusal`), under the caller's lock; the bodies of
+    /// the version items it pruned.
+    fn apply(&self, state: &mut ScopeState, c: Commit) -> Result<Vec<BodyRef>> {
+        let path = c.path.to_string();
+        state.live = state.live.saturating_add_signed(c.live_delta);
+        // Retention skips the items a live snapshot pins (the new head's pins).
+        let stale: Vec<(String, u64)> = state
+            .versions
+            .range((path.clone(), 0)..(path.clone(), c.retain_from_seq))
+            .map(|(k, _)| k.clone())
+            .filter(|(_, seq)| !c.head.pins.iter().any(|p| p.seq == *seq))
+            .collect();
+        let pruned = stale
+            .iter()
+            .filter_map(|k| state.versions.remove(k).and_then(|v| v.body))
+            .collect();
+        let event = WorkspaceEvent::scope_of(&c.scope, &path, &c.version);
+        self.outbox
+            .lock()
+            .map_err(|_| WorkspaceError::internal("memory store lock poisoned"))?
+            .append(&c.scope, event, c.version.updated_at);
+        let change = Change::of_commit(&c.path, &c.version);
+        // A few expired entries go with each commit (no TTL here).
+        let expired: Vec<String> = state
+            .changes
+            .iter()
+            .take(2)
+            .filter(|(_, e)| e.expires_at <= change.at)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in expired {
+            state.changes.remove(&k);
+        }
+        state.changes.insert(change.key.clone(), change);
+        state
+            .versions
+            .insert((path.clone(), c.version.seq), c.version);
+        state.heads.insert(path, c.head);
+        if let Some(rec) = c.idempotency {
+            state.idempotency.insert(rec.key.clone(), rec);
+        }
+        Ok(pruned)
     }
 }
 

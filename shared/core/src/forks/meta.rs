@@ -9,7 +9,7 @@
 //! | `version`, `list_versions` | the fork's own items, then the parent's at or below the base's seq |
 //! | `list_live`, `list_heads` | the fork's heads merged with the base's files in path order, a fork head hiding the base's |
 //! | `live_count` | the fork's live files plus the base's files it has not touched |
-//! | `commit` | on an inherited head: expected absent in the fork's own scope (its first write continues the base's numbering) |
+//! | `commit`, `commit_many` | on an inherited head: expected absent in the fork's own scope (its first write continues the base's numbering) |
 //! | `set_pins` | on an inherited head: nothing to do, the base's pin holds the version while the fork lives |
 //! | the rest | the fork's own records |
 //!
@@ -22,7 +22,7 @@ use crate::model::{
     Erasure, Head, IdempotencyRecord, Pin, Snapshot, SnapshotFile, SnapshotInfo, VersionRecord,
 };
 use crate::path::{FilePath, PathPrefix};
-use crate::ports::{Clock, Commit, CommitOutcome, Expect, MetaStore, StoredRecord};
+use crate::ports::{BatchOutcome, Clock, Commit, CommitOutcome, Expect, MetaStore, StoredRecord};
 use crate::scope::Scope;
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -81,6 +81,20 @@ pub(crate) fn inherited_head(f: &SnapshotFile) -> Head {
         pins: Vec::new(),
         pin_rev: INHERITED_PIN_REV,
         principal: String::new(),
+    }
+}
+
+/// The fork's first change of a file it inherited: there is no head in the fork's own
+/// scope yet. Replacing an inherited file adds no file, and deleting one removes none of
+/// the fork's own.
+fn own_first_change(c: &mut Commit) {
+    c.expect = Expect::Absent;
+    c.head.pin_rev = 0;
+    if c.head.deleted {
+        c.live_delta = 0;
+    } else {
+        c.live_delta = 1;
+        c.max_files = u64::MAX;
     }
 }
 
@@ -307,17 +321,7 @@ impl MetaStore for ForkAwareMeta {
     async fn commit(&self, mut c: Commit) -> Result<CommitOutcome> {
         if let Some((parent, record)) = self.fork_record(&c.scope).await? {
             if is_inherited(&c.expect) {
-                // The fork's first change of a file it inherited: there is no head in the
-                // fork's own scope yet. Replacing an inherited file adds no file, and
-                // deleting one removes none of the fork's own.
-                c.expect = Expect::Absent;
-                c.head.pin_rev = 0;
-                if c.head.deleted {
-                    c.live_delta = 0;
-                } else {
-                    c.live_delta = 1;
-                    c.max_files = u64::MAX;
-                }
+                own_first_change(&mut c);
             } else if c.live_delta > 0 {
                 // A new file: the inherited files the fork still holds count too.
                 let base = self.base_of(&c.scope, parent, record).await?;
@@ -326,6 +330,38 @@ impl MetaStore for ForkAwareMeta {
             }
         }
         self.inner.commit(c).await
+    }
+
+    /// Each commit as [`Self::commit`] makes it, the inherited files still untouched
+    /// counted as the commits before it in the batch leave them.
+    async fn commit_many(&self, mut commits: Vec<Commit>) -> Result<BatchOutcome> {
+        let mut untouched: std::collections::HashMap<Scope, u64> = Default::default();
+        for c in &mut commits {
+            if c.scope.workspace.fork_parent().is_none() {
+                continue;
+            }
+            if !untouched.contains_key(&c.scope) {
+                let (parent, record) = self
+                    .fork_record(&c.scope)
+                    .await?
+                    .ok_or_else(|| no_fork(&c.scope))?;
+                let base = self.base_of(&c.scope, parent, record).await?;
+                let n = self.untouched(&c.scope, &base).await?;
+                untouched.insert(c.scope.clone(), n);
+            }
+            let left = untouched.get_mut(&c.scope).expect("counted above");
+            if is_inherited(&c.expect) {
+                own_first_change(c);
+                *left = left.saturating_sub(1);
+            } else if c.live_delta > 0 {
+                c.max_files = c.max_files.saturating_sub(*left);
+            }
+        }
+        self.inner.commit_many(commits).await
+    }
+
+    fn fits_one_commit(&self, commits: &[Commit]) -> bool {
+        self.inner.fits_one_commit(commits)
     }
 
     async fn list_versions(

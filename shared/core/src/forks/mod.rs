@@ -22,6 +22,7 @@
 //! first), its pins on the parent's heads.
 
 mod meta;
+pub mod plan;
 pub mod text;
 pub mod three_way;
 

@@ -293,7 +293,16 @@ impl Memory<'_> {
                 taken()
             });
         };
-        if self.read(&to).await?.is_some() || self.is_dir(&to).await? {
+        if let Some(there) = self.read(&to).await? {
+            return match self.finish_move(src, &there).await? {
+                true => Ok(format!(
+                    "Successfully renamed {} to {}",
+                    from.shown, to.shown
+                )),
+                false => Err(taken()),
+            };
+        }
+        if self.is_dir(&to).await? {
             return Err(taken());
         }
         if dst.as_str().starts_with(from.under.as_str()) {
@@ -327,10 +336,36 @@ impl Memory<'_> {
         Ok(done)
     }
 
+    /// A rename run again after it stopped between its copy and its delete: the destination
+    /// `there` already holds exactly the source's bytes (and content type), so the source is
+    /// deleted, guarded by the etag read, and nothing is lost. `false` (the destination is
+    /// taken) when there is no source or it differs from the destination.
+    async fn finish_move(&self, src: &FilePath, there: &StoredFile) -> Step<bool> {
+        let Some(read) = self
+            .read_file(src, &shown(self.prefix, src.as_str()))
+            .await?
+        else {
+            return Ok(false);
+        };
+        if read.content != there.content || read.meta.content_type != there.meta.content_type {
+            return Ok(false);
+        }
+        match self
+            .service
+            .delete(self.who, src, Some(&read.meta.etag))
+            .await
+        {
+            Ok(()) | Err(WorkspaceError::NotFound(_)) => Ok(true),
+            // The source changed since it was read: the destination is not its copy now.
+            Err(WorkspaceError::Conflict { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Moves one file: the destination is created only where nothing is, then the source
     /// is deleted only if it is still the version copied (else the newer one is copied
-    /// over the copy first). Stopped midway, both exist: the file is never lost. `None`
-    /// when there is no source.
+    /// over the copy first). Stopped midway, both exist: the file is never lost, and the
+    /// rename run again finishes it ([`Self::finish_move`]). `None` when there is no source.
     async fn move_file(&self, src: &FilePath, dst: &FilePath) -> Step<Option<()>> {
         let mut copy_etag: Option<String> = None;
         for _ in 0..EDIT_ATTEMPTS {

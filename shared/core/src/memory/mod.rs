@@ -7,6 +7,8 @@
 //! raises a `ToolError`. Every edit is a read-modify-write guarded by the etag it read and
 //! retried on a conflict, so concurrent edits of one file are never lost; a rename is a
 //! create-if-absent of the destination, then a delete of the source guarded by its etag.
+//! Stopped between the two, both paths hold the file; the rename run again finds the
+//! destination holding exactly the source's bytes and finishes by deleting the source.
 
 mod edit;
 mod paths;

@@ -5,9 +5,13 @@
 //! refused with the snapshots' ids unless `force`, which also marks it erased in those
 //! snapshots (reads through them are 410 too) and removes a kept snapshot's copy.
 //!
-//! Order: the snapshots are marked first, then the item is erased (one atomic store call,
-//! with its change-log entry and, locally, its event), then the body is deleted. Stopped
-//! after the erase, the body is an orphan no item names, which the sweeper removes.
+//! Order: for each holding snapshot, its kept copy is deleted, then its record marked;
+//! then the item is erased (one atomic store call, with its change-log entry and, locally,
+//! its event), then the body is deleted. A kept copy's delete that fails fails the erase
+//! (500) with that snapshot and the item as they were, and running the erase again finishes it
+//! (deleting a copy already gone is no error); meanwhile reads of that file through the kept
+//! snapshot may fail. Stopped after the item's erase, the body is an orphan no item names,
+//! which the sweeper removes.
 
 use super::*;
 use crate::capability::CapabilityCode;
@@ -142,13 +146,15 @@ impl WorkspaceService {
             f.erased = true;
             copies.extend(f.kept.take());
         }
-        self.meta.put_snapshot(scope, &snap).await?;
-        for body in copies {
-            if let Err(e) = self.bodies.delete(&body).await {
-                tracing::warn!(error = %e, key = %body.key, "erased kept copy not deleted");
-            }
+        // The copies go before the record stops naming them: a delete that fails fails the
+        // erase with the record (and the version item) as they were, so running the erase
+        // again finds this snapshot again and deletes what is left. Marked first, a copy
+        // whose delete failed would be named by nothing, outside `files/` where the sweeper
+        // looks, and kept forever.
+        for body in &copies {
+            self.bodies.delete(body).await?;
         }
-        Ok(())
+        self.meta.put_snapshot(scope, &snap).await
     }
 }
 

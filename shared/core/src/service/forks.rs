@@ -6,11 +6,13 @@
 //! 1. compare base, fork and parent ([`three_way::diff`]) and decide each changed path by
 //!    the resolutions, then the strategy; any conflict left answers the report and
 //!    changes nothing;
-//! 2. apply the fork's changes to the parent through the ordinary write path, each
-//!    conditional on the parent head it was compared against (`If-Match` its etag, or
-//!    `If-None-Match: *`): a parent write that lands meanwhile stops the merge with a 409
-//!    instead of being overwritten. Changes applied before the stop stay applied (they are
-//!    ordinary versions) and compare equal on the retry, so nothing is applied twice;
+//! 2. apply the fork's changes to the parent under the write path's rules, each
+//!    conditional on the parent head it was compared against: a parent write that lands
+//!    meanwhile stops the merge with a 409 naming the path instead of being overwritten.
+//!    Where the store takes the whole merge in one commit (memory, redb; DynamoDB up to
+//!    one `TransactWriteItems`) it is one `commit_many`: all of it or nothing. A larger
+//!    one records its plan first and applies it in batches; a retry with the same
+//!    `Idempotency-Key` finishes the plan, each change once ([`apply`]);
 //! 3. align the fork with the result where it differs (a conflict the parent won, a text
 //!    merge), conditional on the fork head compared, so a sub-agent's newer write stays a
 //!    change for the next merge;
@@ -18,6 +20,8 @@
 //!    the old base snapshot deleted (its pins end). A second merge carries only later
 //!    changes;
 //! 5. record the report under the `Idempotency-Key`.
+
+mod apply;
 
 use super::*;
 use crate::forks::three_way::{self, Change, Decision, FileState, PathDiff, Resolution, Strategy};
@@ -122,6 +126,19 @@ pub enum MergeOutcome {
     Merged(MergeReport),
     /// Nothing was applied.
     Conflicts(Vec<ConflictReport>),
+}
+
+/// A merge's changes, applied: what its last steps need.
+struct Combined {
+    merge_id: String,
+    origin: MergeOrigin,
+    applied: Vec<Applied>,
+    /// The fork's paths to align, with the fork's own head as compared.
+    align: Vec<(String, Option<Head>)>,
+    /// Applied through a plan (to end once the merge is complete).
+    planned: bool,
+    /// Where the changes went (and the plan is kept).
+    target: Scope,
 }
 
 /// Which way changes go.
@@ -729,6 +746,33 @@ impl WorkspaceService {
         }
         let (scope, record) = self.fork_of(who, id).await?;
         let parent = Scope::new(who.scope.tenant.clone(), who.scope.workspace.clone());
+        // A merge too large for one commit that stopped midway: its plan finishes it.
+        if let Some(key) = req.idempotency_key.as_deref().filter(|_| !req.dry_run) {
+            let target = match dir {
+                Direction::Merge => &parent,
+                Direction::Rebase => &scope,
+            };
+            if let Some(plan) = self.open_plan(target, key, &fingerprint).await? {
+                let target_who = Self::parent_identity(who, target);
+                let (merge_id, align) = (plan.merge_id.clone(), plan.align.clone());
+                let origin = MergeOrigin {
+                    merge_id: merge_id.clone(),
+                    fork_id: plan.fork_id.clone(),
+                };
+                let applied = self.run_plan(&target_who, key, plan, None).await?;
+                let done = Combined {
+                    merge_id,
+                    origin,
+                    applied,
+                    align,
+                    planned: true,
+                    target: target.clone(),
+                };
+                return self
+                    .finish_combine(who, &scope, &record, &parent, &req, &fingerprint, done)
+                    .await;
+            }
+        }
         let sides = self.sides(&scope, &PathPrefix::default()).await?;
         let diff = three_way::diff(&sides.base, &sides.fork, &sides.parent);
         for path in req.resolutions.keys() {
@@ -849,40 +893,74 @@ impl WorkspaceService {
             }));
         }
 
-        // 2. Apply, each conditional on the target head compared.
+        // 2. Apply: one commit where the store takes it, else a durable plan in batches.
         // Every version the merge writes (and its event) names the merge and the fork.
         let origin = MergeOrigin {
             merge_id: merge_id.clone(),
             fork_id: scope.workspace.to_string(),
         };
         let target_who = Self::parent_identity(who, target);
-        let mut applied = Vec::with_capacity(ops.len());
-        for (op, expected) in ops {
-            applied.push(
-                self.apply(&target_who, op, expected.as_ref(), &origin)
-                    .await?,
-            );
-        }
+        let align: Vec<(String, Option<Head>)> = align
+            .into_iter()
+            .map(|path| {
+                let own = sides.own.get(&path).cloned();
+                (path, own)
+            })
+            .collect();
+        let slot = apply::PlanSlot {
+            key: req
+                .idempotency_key
+                .clone()
+                .unwrap_or_else(|| merge_id.clone()),
+            merge_id: merge_id.clone(),
+            fingerprint: fingerprint.clone(),
+            align: align.clone(),
+        };
+        let (applied, planned) = self.apply_merge(&target_who, ops, &origin, slot).await?;
+        let done = Combined {
+            merge_id,
+            origin,
+            applied,
+            align,
+            planned,
+            target: target.clone(),
+        };
+        self.finish_combine(who, &scope, &record, &parent, &req, &fingerprint, done)
+            .await
+    }
 
+    /// Steps 3-5 of a merge whose changes are applied: align the fork, move its base (or
+    /// discard it), record the report for a retry, end the plan if there was one.
+    #[allow(clippy::too_many_arguments)]
+    async fn finish_combine(
+        &self,
+        who: &Identity,
+        scope: &Scope,
+        record: &ForkRecord,
+        parent: &Scope,
+        req: &MergeRequest,
+        fingerprint: &str,
+        done: Combined,
+    ) -> Result<MergeOutcome> {
         // 3. Align the fork where it differs from the merged result.
-        let fork_who = Self::parent_identity(who, &scope);
-        for path in align {
-            self.align(&fork_who, &parent, &path, sides.own.get(&path), &origin)
+        let fork_who = Self::parent_identity(who, scope);
+        for (path, own) in &done.align {
+            self.align(&fork_who, parent, path, own.as_ref(), &done.origin)
                 .await?;
         }
 
         // 4. Move the base (or discard the fork).
         let (base_snapshot, base_created_at, discarded) = if req.discard_fork {
-            self.discard(who, &scope, &record).await?;
+            self.discard(who, scope, record).await?;
             (record.base_snapshot.clone(), record.base_created_at, true)
         } else {
-            let moved = self.move_base(who, &scope, &record).await?;
+            let moved = self.move_base(who, scope, record).await?;
             (moved.base_snapshot, moved.base_created_at, false)
         };
         let report = MergeReport {
-            merge_id,
+            merge_id: done.merge_id.clone(),
             fork_id: scope.workspace.to_string(),
-            applied,
+            applied: done.applied,
             dry_run: false,
             base_snapshot,
             base_created_at,
@@ -903,6 +981,11 @@ impl WorkspaceService {
                     },
                 )
                 .await?;
+        }
+        if done.planned {
+            // The merge is complete and its report recorded: its plan is done.
+            let key = req.idempotency_key.as_deref().unwrap_or(&done.merge_id);
+            self.end_plan(&done.target, key).await;
         }
         Ok(MergeOutcome::Merged(report))
     }
@@ -1032,76 +1115,6 @@ impl WorkspaceService {
             binary: m.binary,
             merged: m.merged.map(|r| r.unwrap_or_else(|marked| marked)),
         })
-    }
-
-    /// Applies one change to the parent, conditional on the head the merge compared.
-    async fn apply(
-        &self,
-        parent_who: &Identity,
-        op: ParentOp,
-        expected: Option<&FileState>,
-        origin: &MergeOrigin,
-    ) -> Result<Applied> {
-        let moved = |path: &str, e: WorkspaceError| match e {
-            WorkspaceError::Conflict {
-                current_version, ..
-            } => WorkspaceError::Conflict {
-                message: format!(
-                    "{path} changed again after the merge compared it; nothing of it was \
-                     overwritten. Changes before it are applied; merge again to carry the rest"
-                ),
-                current_version,
-            },
-            other => other,
-        };
-        match op {
-            ParentOp::Put {
-                path,
-                content,
-                content_type,
-            } => {
-                let fp = FilePath::parse(&path)?;
-                let req = PutRequest {
-                    path: Some(fp),
-                    content,
-                    content_type: Some(content_type),
-                    if_match: expected.map(|s| s.etag.clone()),
-                    if_none_match_any: expected.is_none(),
-                    idempotency_key: None,
-                    merge: Some(origin.clone()),
-                };
-                let stored = self
-                    .put_within(
-                        parent_who,
-                        (
-                            self.limits.max_upload_bytes.max(self.limits.max_file_bytes),
-                            "maxUploadBytes",
-                        ),
-                        req,
-                    )
-                    .await
-                    .map_err(|e| moved(&path, e))?;
-                Ok(Applied {
-                    path,
-                    operation: "put".to_owned(),
-                    version: Some(stored.meta.version),
-                    etag: Some(stored.meta.etag),
-                })
-            }
-            ParentOp::Delete { path } => {
-                let fp = FilePath::parse(&path)?;
-                let etag = expected.map(|s| s.etag.clone());
-                self.delete_as(parent_who, &fp, etag.as_deref(), Some(origin))
-                    .await
-                    .map_err(|e| moved(&path, e))?;
-                Ok(Applied {
-                    path,
-                    operation: "delete".to_owned(),
-                    version: None,
-                    etag: None,
-                })
-            }
-        }
     }
 
     /// Makes the fork's own file at `path` what the parent now holds, unless the fork

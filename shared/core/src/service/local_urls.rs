@@ -10,6 +10,7 @@
 use super::uploads::{bytes_key, is_upload_id, unknown_upload};
 use super::*;
 use crate::blob::{LocalPresign, PresignMethod, PresignSpec, PresignedUrl};
+use crate::ports::{BodyPieces, OnePiece};
 use crate::signed_url::{expiry_second, SignedUrlError};
 use std::collections::BTreeMap;
 
@@ -156,9 +157,8 @@ impl WorkspaceService {
         Ok((scope, id))
     }
 
-    /// A PUT to a local upload URL. Like S3, it refuses a body of another length or content
-    /// type than the URL was signed for, and any use at or after its expiry. Answers the
-    /// upload id and the size stored.
+    /// A PUT to a local upload URL whose body is already in memory (the contract harness;
+    /// see [`WorkspaceService::serve_signed_upload_pieces`]).
     pub async fn serve_signed_upload(
         &self,
         method: &str,
@@ -168,14 +168,41 @@ impl WorkspaceService {
         content_type: Option<&str>,
     ) -> Result<(String, u64)> {
         let size = body.len() as u64;
+        let mut body = OnePiece(Some(body));
+        self.serve_signed_upload_pieces(method, path, query, Some(size), content_type, &mut body)
+            .await
+    }
+
+    /// A PUT to a local upload URL, its body read piece by piece as it arrives (`length` is
+    /// the declared `Content-Length`). Like S3, it refuses a body of another length or
+    /// content type than the URL was signed for, and any use at or after its expiry, all
+    /// from the head; a body that then turns out longer or shorter than signed, or cannot
+    /// be read to its end, stages nothing. The bytes go to the staging area as they come
+    /// (`BodyStore::put_staged_pieces`), so the embedded store holds a bounded buffer of
+    /// an upload however large it is. Answers the upload id and the size stored.
+    pub async fn serve_signed_upload_pieces(
+        &self,
+        method: &str,
+        path: &str,
+        query: &[(String, String)],
+        length: Option<u64>,
+        content_type: Option<&str>,
+        pieces: &mut dyn BodyPieces,
+    ) -> Result<(String, u64)> {
         let (scope, id) =
-            self.check_signed_upload_head(method, path, query, Some(size), content_type)?;
+            self.check_signed_upload_head(method, path, query, length, content_type)?;
+        let size = length.unwrap_or_default();
         // Bytes for an upload already committed (or pruned) would only be garbage.
         if self.declaration(&scope, &id).await?.is_none() {
             return Err(unknown_upload());
         }
+        let mut exact = SignedLength {
+            pieces,
+            len: size,
+            seen: 0,
+        };
         self.bodies
-            .put_staged(&bytes_key(&scope, &id), body, self.clock.now_ms())
+            .put_staged_pieces(&bytes_key(&scope, &id), &mut exact, self.clock.now_ms())
             .await?;
         Ok((id, size))
     }
@@ -212,5 +239,81 @@ impl WorkspaceService {
             .await?
             .ok_or_else(|| WorkspaceError::not_found("that version is no longer retained"))?;
         Ok((ct.clone(), bytes))
+    }
+}
+
+/// An upload's body held to its signed length: a piece that takes it past that length, or
+/// an end before it, fails the body (and so stages nothing).
+struct SignedLength<'a> {
+    pieces: &'a mut dyn BodyPieces,
+    len: u64,
+    seen: u64,
+}
+
+#[async_trait::async_trait]
+impl BodyPieces for SignedLength<'_> {
+    async fn next_piece(&mut self) -> Result<Option<Vec<u8>>> {
+        let piece = self.pieces.next_piece().await?;
+        self.seen = self
+            .seen
+            .saturating_add(piece.as_ref().map_or(0, |p| p.len() as u64));
+        let len = self.len;
+        if self.seen > len {
+            return Err(WorkspaceError::Forbidden(format!(
+                "the body is longer than the {len} bytes this upload URL was signed for; nothing was stored"
+            )));
+        }
+        if piece.is_none() && self.seen < len {
+            return Err(WorkspaceError::Forbidden(format!(
+                "the body ended after {} of the {len} bytes this upload URL was signed for; nothing was stored",
+                self.seen
+            )));
+        }
+        Ok(piece)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Pieces(Vec<Vec<u8>>);
+
+    #[async_trait::async_trait]
+    impl BodyPieces for Pieces {
+        async fn next_piece(&mut self) -> Result<Option<Vec<u8>>> {
+            Ok((!self.0.is_empty()).then(|| self.0.remove(0)))
+        }
+    }
+
+    /// Reads `pieces` held to `len`: the bytes, or the error that ended them.
+    async fn read(len: u64, pieces: Vec<Vec<u8>>) -> Result<Vec<u8>> {
+        let mut inner = Pieces(pieces);
+        let mut exact = SignedLength {
+            pieces: &mut inner,
+            len,
+            seen: 0,
+        };
+        let mut all = Vec::new();
+        while let Some(p) = exact.next_piece().await? {
+            all.extend(p);
+        }
+        Ok(all)
+    }
+
+    #[tokio::test]
+    async fn a_body_is_held_to_its_signed_length() {
+        let exact = read(6, vec![b"abc".to_vec(), b"def".to_vec()]).await;
+        assert_eq!(exact.unwrap(), b"abcdef");
+        let longer = read(5, vec![b"abc".to_vec(), b"def".to_vec()]).await;
+        assert!(
+            matches!(&longer, Err(WorkspaceError::Forbidden(m)) if m.contains("longer than the 5 bytes")),
+            "{longer:?}"
+        );
+        let shorter = read(7, vec![b"abc".to_vec(), b"def".to_vec()]).await;
+        assert!(
+            matches!(&shorter, Err(WorkspaceError::Forbidden(m)) if m.contains("after 6 of the 7 bytes")),
+            "{shorter:?}"
+        );
     }
 }

@@ -20,7 +20,7 @@
 //! | during the commit (4) | the commit is all or nothing (one redb transaction, one DynamoDB `TransactWriteItems`) | — |
 //! | after the commit, before its answer (4-5) | a committed, unacknowledged change; the client's retry with the same `Idempotency-Key` replays it | — |
 //! | before pruned bodies are deleted (5) | bodies no version names | the sweeper (on AWS the stream publisher deletes them on the item's REMOVE) |
-//! | before the event (5) | on AWS nothing (events come from the table's stream, so a committed change is always announced and an uncommitted one never); locally the change has no event (log only until the durable outbox) | — |
+//! | before the event (5) | nothing: on AWS events come from the table's stream, and locally the store's outbox receives the event in the commit itself (redb: the same write transaction, `outbox.rs`; memory: under the commit's lock), so a committed change is always announced and an uncommitted one never. The event sink only wakes the event streams and webhooks, which read the outbox (a stream resumes from `Last-Event-ID`, a webhook from its stored cursor, after a restart too) | — |
 //!
 //! An upload commit adds, before step 2, reading the staged bytes, and after step 5,
 //! removing them (left behind: a staged object, removed after `STAGED_MAX_AGE_MS` by

@@ -20,6 +20,154 @@ pub(super) enum Stored {
 /// Rounds of redact-and-store when the tenant's registered secrets keep changing.
 const MAX_SECRETS_ROUNDS: usize = 5;
 
+/// What a new version holds: its body (stored already), content type, SHA-256 and size,
+/// and where it came from.
+pub(super) struct NewContent<'a> {
+    pub body: &'a BodyRef,
+    pub content_type: &'a str,
+    pub sha: &'a str,
+    pub size: u64,
+    /// The epoch of the secrets the content was redacted with, where the store keeps one.
+    pub secrets: Option<SecretsEpoch>,
+    pub merge: Option<MergeOrigin>,
+}
+
+impl WorkspaceService {
+    /// The commit that writes `new` over `head` by `who` at `now` (no idempotency record):
+    /// the next version of the live lineage, or version 1 of `lineage` (a fresh one when
+    /// `None`) where no live file is; and the file as it will read.
+    pub(super) fn put_commit(
+        &self,
+        who: &Identity,
+        path: &FilePath,
+        head: Option<&Head>,
+        lineage: Option<String>,
+        new: NewContent<'_>,
+        now: Millis,
+    ) -> (Commit, FileMeta) {
+        let live_head = head.filter(|h| h.is_live());
+        let (lineage, version) = match live_head {
+            Some(h) => (h.lineage.clone(), h.version + 1),
+            None => (lineage.unwrap_or_else(|| self.ids.new_id()), 1),
+        };
+        let seq = head.map_or(1, |h| h.seq + 1);
+        let (pins, released) = self.carry_pins(head, seq, now);
+        let pin_rev = head.map_or(0, |h| h.pin_rev);
+        let etag = make_etag(&lineage, version, new.sha);
+        let meta = FileMeta {
+            path: path.to_string(),
+            content_type: new.content_type.to_owned(),
+            version,
+            etag: etag.clone(),
+            size: new.size,
+            updated_at: now,
+            sha256: new.sha.to_owned(),
+            principal: who.principal.clone(),
+        };
+        let commit = Commit {
+            scope: who.scope.clone(),
+            path: path.clone(),
+            expect: Expect::of(head),
+            head: Head {
+                path: path.to_string(),
+                lineage: lineage.clone(),
+                version,
+                seq,
+                etag: etag.clone(),
+                size: new.size,
+                content_type: new.content_type.to_owned(),
+                updated_at: now,
+                deleted: false,
+                body: Some(new.body.clone()),
+                sha256: new.sha.to_owned(),
+                pins,
+                pin_rev,
+                principal: who.principal.clone(),
+            },
+            version: VersionRecord {
+                seq,
+                lineage,
+                version,
+                etag,
+                size: new.size,
+                sha256: new.sha.to_owned(),
+                content_type: new.content_type.to_owned(),
+                body: Some(new.body.clone()),
+                updated_at: now,
+                principal: who.principal.clone(),
+                deleted: false,
+                erased: None,
+                merge: new.merge,
+            },
+            live_delta: if live_head.is_some() { 0 } else { 1 },
+            max_files: self.limits.max_files,
+            idempotency: None,
+            idempotency_valid_after: now - IDEMPOTENCY_TTL_MS,
+            retain_from_seq: self.retain_from(seq),
+            released,
+            secrets_epoch: new.secrets,
+        };
+        (commit, meta)
+    }
+
+    /// The commit that deletes the live file `h` by `who` at `now`: a tombstone, the next
+    /// version of its lineage.
+    pub(super) fn delete_commit(
+        &self,
+        who: &Identity,
+        path: &FilePath,
+        h: &Head,
+        now: Millis,
+        merge: Option<&MergeOrigin>,
+    ) -> Commit {
+        let seq = h.seq + 1;
+        let version = h.version + 1;
+        let (pins, released) = self.carry_pins(Some(h), seq, now);
+        let etag = make_etag(&h.lineage, version, "deleted");
+        Commit {
+            scope: who.scope.clone(),
+            path: path.clone(),
+            expect: Expect::of(Some(h)),
+            head: Head {
+                version,
+                seq,
+                etag: etag.clone(),
+                size: 0,
+                updated_at: now,
+                deleted: true,
+                body: None,
+                sha256: String::new(),
+                pins,
+                principal: who.principal.clone(),
+                ..h.clone()
+            },
+            version: VersionRecord {
+                seq,
+                lineage: h.lineage.clone(),
+                version,
+                etag,
+                size: 0,
+                sha256: String::new(),
+                content_type: h.content_type.clone(),
+                body: None,
+                updated_at: now,
+                principal: who.principal.clone(),
+                deleted: true,
+                erased: None,
+                merge: merge.cloned(),
+            },
+            live_delta: -1,
+            max_files: self.limits.max_files,
+            idempotency: None,
+            idempotency_valid_after: now,
+            retain_from_seq: self.retain_from(seq),
+            released,
+            // A tombstone stores no content: nothing to redact.
+            secrets_epoch: None,
+        }
+    }
+}
+
 impl WorkspaceService {
     /// Writes a new version (or the first version of a new lineage).
     pub async fn put(&self, who: &Identity, req: PutRequest) -> Result<StoredFile> {
@@ -235,73 +383,27 @@ impl WorkspaceService {
             }
             check_if_match(req.if_match.as_deref(), &head)?;
 
-            let (lineage, version) = match live(&head) {
-                Some(h) => (h.lineage.clone(), h.version + 1),
-                None => (self.ids.new_id(), 1),
-            };
-            let seq = head.as_ref().map_or(1, |h| h.seq + 1);
-            let (pins, released) = self.carry_pins(head.as_ref(), seq, now);
-            let pin_rev = head.as_ref().map_or(0, |h| h.pin_rev);
-            let etag = make_etag(&lineage, version, sha);
-            let size = req.content.len() as u64;
-            let meta = FileMeta {
-                path: path.to_string(),
-                content_type: content_type.to_owned(),
-                version,
-                etag: etag.clone(),
-                size,
-                updated_at: now,
-                sha256: sha.to_owned(),
-                principal: who.principal.clone(),
-            };
-            let commit = Commit {
-                scope: who.scope.clone(),
-                path: path.clone(),
-                expect: Expect::of(head.as_ref()),
-                head: Head {
-                    path: path.to_string(),
-                    lineage: lineage.clone(),
-                    version,
-                    seq,
-                    etag: etag.clone(),
-                    size,
-                    content_type: content_type.to_owned(),
-                    updated_at: now,
-                    deleted: false,
-                    body: Some(body.clone()),
-                    sha256: sha.to_owned(),
-                    pins,
-                    pin_rev,
-                    principal: who.principal.clone(),
-                },
-                version: VersionRecord {
-                    seq,
-                    lineage,
-                    version,
-                    etag: etag.clone(),
-                    size,
-                    sha256: sha.to_owned(),
-                    content_type: content_type.to_owned(),
-                    body: Some(body.clone()),
-                    updated_at: now,
-                    principal: who.principal.clone(),
-                    deleted: false,
-                    erased: None,
+            let (mut commit, meta) = self.put_commit(
+                who,
+                path,
+                head.as_ref(),
+                None,
+                NewContent {
+                    body,
+                    content_type,
+                    sha,
+                    size: req.content.len() as u64,
+                    secrets: secrets.clone(),
                     merge: req.merge.clone(),
                 },
-                live_delta: if live(&head).is_some() { 0 } else { 1 },
-                max_files: self.limits.max_files,
-                idempotency: req.idempotency_key.as_ref().map(|key| IdempotencyRecord {
-                    key: key.clone(),
-                    fingerprint: fingerprint.to_owned(),
-                    result: meta.clone(),
-                    created_at: now,
-                }),
-                idempotency_valid_after: now - IDEMPOTENCY_TTL_MS,
-                retain_from_seq: self.retain_from(seq),
-                released,
-                secrets_epoch: secrets.clone(),
-            };
+                now,
+            );
+            commit.idempotency = req.idempotency_key.as_ref().map(|key| IdempotencyRecord {
+                key: key.clone(),
+                fingerprint: fingerprint.to_owned(),
+                result: meta.clone(),
+                created_at: now,
+            });
             let record = commit.version.clone();
             match self.meta.commit(commit).await? {
                 CommitOutcome::Committed { pruned } => {
@@ -355,52 +457,7 @@ impl WorkspaceService {
                 return Err(WorkspaceError::not_found(format!("no file at {path}")));
             };
             check_if_match(if_match, &head)?;
-            let now = self.clock.now_ms();
-            let seq = h.seq + 1;
-            let version = h.version + 1;
-            let (pins, released) = self.carry_pins(Some(h), seq, now);
-            let etag = make_etag(&h.lineage, version, "deleted");
-            let commit = Commit {
-                scope: who.scope.clone(),
-                path: path.clone(),
-                expect: Expect::of(Some(h)),
-                head: Head {
-                    version,
-                    seq,
-                    etag: etag.clone(),
-                    size: 0,
-                    updated_at: now,
-                    deleted: true,
-                    body: None,
-                    sha256: String::new(),
-                    pins,
-                    principal: who.principal.clone(),
-                    ..h.clone()
-                },
-                version: VersionRecord {
-                    seq,
-                    lineage: h.lineage.clone(),
-                    version,
-                    etag,
-                    size: 0,
-                    sha256: String::new(),
-                    content_type: h.content_type.clone(),
-                    body: None,
-                    updated_at: now,
-                    principal: who.principal.clone(),
-                    deleted: true,
-                    erased: None,
-                    merge: merge.cloned(),
-                },
-                live_delta: -1,
-                max_files: self.limits.max_files,
-                idempotency: None,
-                idempotency_valid_after: now,
-                retain_from_seq: self.retain_from(seq),
-                released,
-                // A tombstone stores no content: nothing to redact.
-                secrets_epoch: None,
-            };
+            let commit = self.delete_commit(who, path, h, self.clock.now_ms(), merge);
             let record = commit.version.clone();
             match self.meta.commit(commit).await? {
                 CommitOutcome::Committed { pruned } => {
