@@ -1,7 +1,13 @@
 //! The stream consumer behind `functions/publish`: announces committed changes and deletes
 //! the S3 bodies of pruned versions. It reports the records it could not finish so the
 //! stream delivers them again (Lambda's `ReportBatchItemFailures`): nothing is dropped,
-//! and a retried record may announce twice (consumers dedupe on path/version).
+//! and a retried record may announce twice (consumers dedupe on `eventId`).
+//!
+//! Crash points, in the order a batch meets them: each `S3.DeleteObject` of a pruned body,
+//! then each `EventBridge.PutEvents` of up to ten announcements. At each, refused, answered
+//! with the answer lost, or the function dying there (the whole batch comes again), the
+//! redelivery announces every committed change and prunes every body, with nothing else
+//! announced (`tests/publisher_faults.rs`).
 
 use crate::events::{plan, EventBridgeSink, StreamRecord, Work};
 use crate::s3::S3Bodies;
