@@ -13,7 +13,8 @@ use bytes::Bytes;
 use http::request::Parts;
 use std::future::Future;
 use std::pin::Pin;
-use workspace_core::{Identity, Result};
+use workspace_core::sessions::Caller;
+use workspace_core::{Identity, Result, WorkspaceError};
 
 /// One matched request, as a handler sees it.
 #[derive(Clone, Copy)]
@@ -26,26 +27,41 @@ pub struct Call<'a> {
     /// percent-decoded; for a URL this process signed, the path as sent.
     pub tail: &'a str,
     pub body: &'a Bytes,
+    /// The credential, already checked against the row's `Needs` (`App::authorize`); none
+    /// for a URL this process signed or a route outside the table.
+    pub credential: Option<&'a Credential>,
+}
+
+/// Who a request acts as, as decided before its handler runs.
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// A public row.
+    None,
+    /// A workspace's caller (every row but the workspace API's).
+    Workspace(Identity),
+    /// A tenant and principal: the workspace API (`/workspaces`), which names workspaces
+    /// in its paths.
+    Tenant(Caller),
 }
 
 impl Call<'_> {
-    /// The caller, from the credential alone (WCT-1: a request naming another scope fails).
+    /// The caller in its workspace: the identity the row's check admitted, or, for a route
+    /// outside the table, the credential's (WCT-1: a request naming another scope fails).
     pub async fn identify(&self) -> Result<Identity> {
-        self.app.identify(self.parts, self.body).await
+        match self.credential {
+            Some(Credential::Workspace(who)) => Ok(who.clone()),
+            _ => self.app.identify(self.parts, self.body).await,
+        }
     }
 
-    /// The caller, who must hold `workspace:read`.
-    pub async fn reader(&self) -> Result<Identity> {
-        let who = self.identify().await?;
-        crate::require_read(&who)?;
-        Ok(who)
-    }
-
-    /// The caller, who must hold `workspace:write`.
-    pub async fn writer(&self) -> Result<Identity> {
-        let who = self.identify().await?;
-        crate::require_write(&who)?;
-        Ok(who)
+    /// The tenant-level caller the workspace API's row admitted.
+    pub fn tenant_caller(&self) -> Result<&Caller> {
+        match self.credential {
+            Some(Credential::Tenant(caller)) => Ok(caller),
+            _ => Err(WorkspaceError::internal(
+                "not a workspace API route: no tenant-level caller",
+            )),
+        }
     }
 }
 

@@ -34,7 +34,7 @@ pub mod versions;
 use auth::Authenticator;
 use bytes::Bytes;
 use envelope::{error_response, error_to_response, HttpResponse};
-pub use handler::{Call, ExtraRoute, Handler, Reply, Routes, SignedUrls};
+pub use handler::{Call, Credential, ExtraRoute, Handler, Reply, Routes, SignedUrls};
 use http::{header, HeaderValue, Request, StatusCode};
 use percent_encoding::percent_decode_str;
 pub use request::PathForm;
@@ -47,36 +47,6 @@ use workspace_core::events::EventLog;
 use workspace_core::sessions::ports::WorkspaceRegistry;
 use workspace_core::sessions::{SessionService, REGISTERED_PREFIX};
 use workspace_core::{Identity, Limits, Result, WorkspaceError, WorkspaceService};
-
-pub(crate) fn require_read(who: &Identity) -> Result<()> {
-    if who.access.read {
-        Ok(())
-    } else {
-        Err(WorkspaceError::Forbidden(
-            "this credential may not read files: it needs the workspace:read scope".to_owned(),
-        ))
-    }
-}
-
-pub(crate) fn require_admin(who: &Identity) -> Result<()> {
-    if who.access.admin {
-        Ok(())
-    } else {
-        Err(WorkspaceError::Forbidden(
-            "this credential may not erase history: it needs the workspace:admin scope".to_owned(),
-        ))
-    }
-}
-
-pub(crate) fn require_write(who: &Identity) -> Result<()> {
-    if who.access.write {
-        Ok(())
-    } else {
-        Err(WorkspaceError::Forbidden(
-            "this credential may not change files: it needs the workspace:write scope".to_owned(),
-        ))
-    }
-}
 
 /// Which route answered, attached to every response so transports can log it.
 #[derive(Debug, Clone, Copy)]
@@ -310,6 +280,7 @@ impl App {
                 parts: &parts,
                 tail: &path,
                 body: &body,
+                credential: None,
             };
             let mut resp = (signed.handler)(call)
                 .await
@@ -345,6 +316,7 @@ impl App {
                 parts: &parts,
                 tail: "",
                 body: &body,
+                credential: None,
             };
             let mut resp = (extra.handler)(call)
                 .await
@@ -363,12 +335,17 @@ impl App {
                     if let Some(refused) = scoped_refusal {
                         return with_label(refused, spec.pattern);
                     }
+                    let credential = match self.authorize(spec, &parts, &body).await {
+                        Ok(c) => c,
+                        Err(e) => return with_label(error_to_response(&e), spec.pattern),
+                    };
                     let call = Call {
                         app: self,
                         route: Some(spec.route),
                         parts: &parts,
                         tail: tail.unwrap_or(""),
                         body: &body,
+                        credential: Some(&credential),
                     };
                     (spec.pattern, handler(call).await)
                 }
@@ -461,6 +438,35 @@ impl App {
         }
     }
 
+    /// The credential a row needs, checked once before its handler runs: nothing for a
+    /// public row; for the workspace API (`/workspaces`), the tenant-level caller; else the
+    /// workspace identity ([`App::identify`], WCT-1 included). Each is held to the row's
+    /// [`routes::Needs`].
+    async fn authorize(
+        &self,
+        spec: &routes::RouteSpec,
+        parts: &http::request::Parts,
+        body: &Bytes,
+    ) -> Result<Credential> {
+        if spec.public() {
+            return Ok(Credential::None);
+        }
+        if spec.route.acts_on_tenant() {
+            let caller = self.grant(parts).await?.caller();
+            spec.needs.check(caller.access)?;
+            return Ok(Credential::Tenant(caller));
+        }
+        let empty = Bytes::new();
+        let body = if spec.route.body_is_opaque() {
+            &empty
+        } else {
+            body
+        };
+        let who = self.identify(parts, body).await?;
+        spec.needs.check(who.access)?;
+        Ok(Credential::Workspace(who))
+    }
+
     /// The caller, from the credential alone; a request that also names a tenant or
     /// workspace (header, query or body) must name the credential's own (WCT-1). A
     /// tenant-wide credential that names a registered workspace (`ws-…`) reaches it only if
@@ -487,7 +493,12 @@ impl App {
                 return Err(WorkspaceError::not_found(format!("no workspace {ws}")));
             }
         }
-        scope_check::names_only_its_own_scope(&who, parts, body)?;
+        scope_check::names_only_its_own(
+            who.scope.tenant.as_str(),
+            scope_check::Own::Workspace(who.scope.workspace.as_str()),
+            parts,
+            body,
+        )?;
         Ok(who)
     }
 }

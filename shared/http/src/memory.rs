@@ -3,6 +3,7 @@
 //! model as the `tool_result` unchanged (see `workspace_core::memory`).
 
 use crate::envelope::{json_response, HttpResponse};
+use crate::routes::Needs;
 use bytes::Bytes;
 use http::StatusCode;
 use serde_json::{json, Value};
@@ -21,9 +22,10 @@ pub async fn post(
     })?;
     let answer = match MemoryCommand::parse(&input) {
         Ok(command) => {
-            crate::require_read(who)?;
+            // `workspace:read` is the row's need (`routes::ROUTES`); a command that
+            // changes files needs more.
             if command.changes() {
-                crate::require_write(who)?;
+                Needs::Write.check(who.access)?;
             }
             execute(service, who, &command).await?
         }

@@ -2,6 +2,7 @@
 //! serves them all, and a test holds this table equal to the routes in template.yaml.
 
 use http::Method;
+use workspace_core::{Access, Result, WorkspaceError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Route {
@@ -87,6 +88,8 @@ pub struct RouteSpec {
     pub route: Route,
     /// The package under `functions/` (and the SAM function) that serves this row.
     pub function: &'static str,
+    /// The credential it needs ([`Needs`]).
+    pub needs: Needs,
 }
 
 const FILES: &str = "/v1/host/workspace/files";
@@ -103,24 +106,89 @@ const FORKS: &str = "/v1/host/workspace/forks";
 const FORK: &str = "/v1/host/workspace/forks/{id}";
 
 impl RouteSpec {
-    /// Whether the route answers without a credential (health and discovery); every other
-    /// route authenticates before its body is read. template.yaml gives exactly these
-    /// `Authorizer: NONE` (a test holds the two equal).
+    /// Whether the route answers without a credential (health, discovery, the OpenAPI
+    /// document, the console); every other route authenticates before its body is read.
+    /// template.yaml gives exactly these `Authorizer: NONE` (a test holds the two equal).
     pub fn public(&self) -> bool {
-        matches!(
-            self.route,
-            Route::Health
-                | Route::Discovery
-                | Route::Capabilities
-                | Route::OpenApi
-                | Route::McpHealth
-                | Route::ConsolePage
-                | Route::ConsoleAsset
-        )
+        self.needs == Needs::Nothing
     }
 }
 
+/// What a route needs of the caller's credential: one column of the table, checked once
+/// before the route's handler runs (`App::handle`), by [`Needs::check`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// No credential (public).
+    Nothing,
+    /// A valid credential; the handler decides per call what it may do (MCP: each tool
+    /// checks the scope it needs, so a read-only key lists and reads).
+    Credential,
+    /// `workspace:read`.
+    Read,
+    /// `workspace:write`.
+    Write,
+    /// `workspace:admin` (erasing history).
+    Admin,
+}
+
+impl Needs {
+    /// Whether `access` is enough; 403 naming the missing scope when it is not. Also the
+    /// check of handlers whose need depends on the call (a presigned PUT, a memory command
+    /// that writes, an MCP tool).
+    pub fn check(self, access: Access) -> Result<()> {
+        let (ok, scope, may_not) = match self {
+            Needs::Nothing | Needs::Credential => return Ok(()),
+            Needs::Read => (access.read, "read", "read files"),
+            Needs::Write => (access.write, "write", "change files"),
+            Needs::Admin => (access.admin, "admin", "erase history"),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(WorkspaceError::Forbidden(format!(
+                "this credential may not {may_not}: it needs the workspace:{scope} scope"
+            )))
+        }
+    }
+}
+
+/// One [`RouteSpec`] per line: `METHOD pattern => Route, "function", Needs;`.
+macro_rules! rows {
+    ($($method:ident $pattern:expr => $route:ident, $function:literal, $needs:ident;)*) => {
+        &[$(RouteSpec {
+            method: Method::$method,
+            pattern: $pattern,
+            route: Route::$route,
+            function: $function,
+            needs: Needs::$needs,
+        }),*]
+    };
+}
+
 impl Route {
+    /// The workspace API for agent sessions (`crate::sessions`): its caller is a tenant and
+    /// a principal (the credential's grant), not one workspace's identity.
+    pub fn acts_on_tenant(self) -> bool {
+        matches!(
+            self,
+            Route::CreateWorkspace
+                | Route::ListWorkspaces
+                | Route::GetWorkspace
+                | Route::DeleteWorkspace
+                | Route::UploadArtifact
+                | Route::ListArtifacts
+                | Route::GetArtifact
+                | Route::ListSessions
+                | Route::SessionHistory
+                | Route::DeleteSession
+        )
+    }
+
+    /// A body of raw bytes, never read as a JSON object that could name a scope.
+    pub fn body_is_opaque(self) -> bool {
+        matches!(self, Route::BlobPut)
+    }
+
     /// Whether the route serves a path-scoped credential (`workspace_core::PathScope`): the
     /// routes over the workspace's files, which check every path they name and filter
     /// every path they return by it. The others (cache, blobs, the workspace and session
@@ -159,343 +227,74 @@ impl Route {
 /// matches; it answers from this table like the local server (404, or 405 with `Allow`).
 pub const UNMATCHED_FUNCTION: &str = "get";
 
-pub const ROUTES: &[RouteSpec] = &[
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/health",
-        route: Route::Health,
-        function: "get",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/.well-known/openwop",
-        route: Route::Discovery,
-        function: "get",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/v1/host/capabilities",
-        route: Route::Capabilities,
-        function: "get",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/openapi.json",
-        route: Route::OpenApi,
-        function: "get",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: FILES,
-        route: Route::ListFiles,
-        function: "list",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/v1/host/workspace/changes",
-        route: Route::ListChanges,
-        function: "list",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/v1/host/workspace/search",
-        route: Route::Search,
-        function: "search",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: FILE,
-        route: Route::GetFile,
-        function: "get",
-    },
-    RouteSpec {
-        method: Method::PUT,
-        pattern: FILE,
-        route: Route::PutFile,
-        function: "put",
-    },
-    RouteSpec {
-        method: Method::DELETE,
-        pattern: FILE,
-        route: Route::DeleteFile,
-        function: "delete",
-    },
-    RouteSpec {
-        method: Method::POST,
-        pattern: "/mcp",
-        route: Route::Mcp,
-        function: "mcp",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/mcp/health",
-        route: Route::McpHealth,
-        function: "mcp",
-    },
-    RouteSpec {
-        method: Method::POST,
-        pattern: "/v1/host/workspace/memory",
-        route: Route::Memory,
-        function: "mcp",
-    },
-    // RFC 0019: the cache in its own function, blobs in theirs (see README, "Blob storage").
-    RouteSpec {
-        method: Method::GET,
-        pattern: CACHE_ENTRY,
-        route: Route::CacheGet,
-        function: "cache",
-    },
-    RouteSpec {
-        method: Method::PUT,
-        pattern: CACHE_ENTRY,
-        route: Route::CachePut,
-        function: "cache",
-    },
-    RouteSpec {
-        method: Method::DELETE,
-        pattern: CACHE_ENTRY,
-        route: Route::CacheDelete,
-        function: "cache",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: BLOBS,
-        route: Route::BlobList,
-        function: "blob",
-    },
+/// The table itself: `METHOD pattern => route, "function", needs;`, one row per line.
+pub const ROUTES: &[RouteSpec] = rows! {
+    GET    "/health" => Health, "get", Nothing;
+    GET    "/.well-known/openwop" => Discovery, "get", Nothing;
+    GET    "/v1/host/capabilities" => Capabilities, "get", Nothing;
+    GET    "/openapi.json" => OpenApi, "get", Nothing;
+    GET    FILES => ListFiles, "list", Read;
+    GET    "/v1/host/workspace/changes" => ListChanges, "list", Read;
+    GET    "/v1/host/workspace/search" => Search, "search", Read;
+    GET    FILE => GetFile, "get", Read;
+    PUT    FILE => PutFile, "put", Write;
+    DELETE FILE => DeleteFile, "delete", Write;
+    POST   "/mcp" => Mcp, "mcp", Credential;
+    GET    "/mcp/health" => McpHealth, "mcp", Nothing;
+    POST   "/v1/host/workspace/memory" => Memory, "mcp", Read;
+    // RFC 0019: the cache in its own function, blobs in theirs (see docs/blobs-and-cache.md).
+    GET    CACHE_ENTRY => CacheGet, "cache", Read;
+    PUT    CACHE_ENTRY => CachePut, "cache", Write;
+    DELETE CACHE_ENTRY => CacheDelete, "cache", Write;
+    GET    BLOBS => BlobList, "blob", Read;
     // Before the greedy key row, as API Gateway prefers the more specific route.
-    RouteSpec {
-        method: Method::POST,
-        pattern: PRESIGN,
-        route: Route::BlobPresign,
-        function: "presign",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: BLOB,
-        route: Route::BlobGet,
-        function: "blob",
-    },
-    RouteSpec {
-        method: Method::PUT,
-        pattern: BLOB,
-        route: Route::BlobPut,
-        function: "blob",
-    },
-    RouteSpec {
-        method: Method::DELETE,
-        pattern: BLOB,
-        route: Route::BlobDelete,
-        function: "blob",
-    },
+    POST   PRESIGN => BlobPresign, "presign", Read;
+    GET    BLOB => BlobGet, "blob", Read;
+    PUT    BLOB => BlobPut, "blob", Write;
+    DELETE BLOB => BlobDelete, "blob", Write;
     // History and diff only read: the read-only `get` function serves them. A restore is a
     // write through the put path: the `put` function, which already holds those rights.
-    RouteSpec {
-        method: Method::GET,
-        pattern: VERSIONS,
-        route: Route::ListVersions,
-        function: "get",
-    },
-    RouteSpec {
-        method: Method::POST,
-        pattern: VERSIONS,
-        route: Route::RestoreVersion,
-        function: "put",
-    },
-    RouteSpec {
-        method: Method::DELETE,
-        pattern: VERSIONS,
-        route: Route::EraseVersion,
-        function: "put",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: DIFF,
-        route: Route::Diff,
-        function: "get",
-    },
+    GET    VERSIONS => ListVersions, "get", Read;
+    POST   VERSIONS => RestoreVersion, "put", Write;
+    DELETE VERSIONS => EraseVersion, "put", Admin;
+    GET    DIFF => Diff, "get", Read;
     // Snapshots, checkpoints and run records (pins on heads, snapshot records, a kept
     // checkpoint's copies): their own function. Reads through a snapshot go to `list` and
     // `get`.
-    RouteSpec {
-        method: Method::POST,
-        pattern: SNAPSHOTS,
-        route: Route::CreateSnapshot,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: SNAPSHOTS,
-        route: Route::ListSnapshots,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: SNAPSHOT,
-        route: Route::GetSnapshot,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::DELETE,
-        pattern: SNAPSHOT,
-        route: Route::DeleteSnapshot,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::POST,
-        pattern: "/v1/host/workspace/snapshots/{id}/restore",
-        route: Route::RestoreSnapshot,
-        function: "snapshots",
-    },
+    POST   SNAPSHOTS => CreateSnapshot, "snapshots", Write;
+    GET    SNAPSHOTS => ListSnapshots, "snapshots", Read;
+    GET    SNAPSHOT => GetSnapshot, "snapshots", Read;
+    DELETE SNAPSHOT => DeleteSnapshot, "snapshots", Write;
+    POST   "/v1/host/workspace/snapshots/{id}/restore" => RestoreSnapshot, "snapshots", Write;
     // Forks: a fork's base is a snapshot of the parent, so they live with snapshots (and
     // a merge writes files, so this function has the S3 client too).
-    RouteSpec {
-        method: Method::POST,
-        pattern: FORKS,
-        route: Route::CreateFork,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: FORKS,
-        route: Route::ListForks,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: FORK,
-        route: Route::GetFork,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::DELETE,
-        pattern: FORK,
-        route: Route::DiscardFork,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/v1/host/workspace/forks/{id}/diff",
-        route: Route::ForkDiff,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::POST,
-        pattern: "/v1/host/workspace/forks/{id}/merge",
-        route: Route::MergeFork,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::POST,
-        pattern: "/v1/host/workspace/forks/{id}/rebase",
-        route: Route::RebaseFork,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::POST,
-        pattern: "/v1/runs",
-        route: Route::CreateRun,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/v1/runs",
-        route: Route::ListRuns,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/v1/runs/{runId}",
-        route: Route::GetRun,
-        function: "snapshots",
-    },
-    RouteSpec {
-        method: Method::POST,
-        pattern: "/v1/host/workspace/uploads",
-        route: Route::StartUpload,
-        function: "put",
-    },
+    POST   FORKS => CreateFork, "snapshots", Write;
+    GET    FORKS => ListForks, "snapshots", Read;
+    GET    FORK => GetFork, "snapshots", Read;
+    DELETE FORK => DiscardFork, "snapshots", Write;
+    GET    "/v1/host/workspace/forks/{id}/diff" => ForkDiff, "snapshots", Read;
+    POST   "/v1/host/workspace/forks/{id}/merge" => MergeFork, "snapshots", Write;
+    POST   "/v1/host/workspace/forks/{id}/rebase" => RebaseFork, "snapshots", Write;
+    POST   "/v1/runs" => CreateRun, "snapshots", Write;
+    GET    "/v1/runs" => ListRuns, "snapshots", Read;
+    GET    "/v1/runs/{runId}" => GetRun, "snapshots", Read;
+    POST   "/v1/host/workspace/uploads" => StartUpload, "put", Write;
     // A stream only a long-lived process can hold: on Lambda `get` answers it 501 and
     // names EventBridge instead.
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/v1/host/workspace/events",
-        route: Route::WorkspaceEvents,
-        function: "get",
-    },
-    RouteSpec {
-        method: Method::POST,
-        pattern: "/workspaces",
-        route: Route::CreateWorkspace,
-        function: "workspaces",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/workspaces",
-        route: Route::ListWorkspaces,
-        function: "workspaces",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/workspaces/{id}",
-        route: Route::GetWorkspace,
-        function: "workspaces",
-    },
-    RouteSpec {
-        method: Method::DELETE,
-        pattern: "/workspaces/{id}",
-        route: Route::DeleteWorkspace,
-        function: "workspaces",
-    },
-    RouteSpec {
-        method: Method::POST,
-        pattern: "/workspaces/{id}/artifacts",
-        route: Route::UploadArtifact,
-        function: "workspaces",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/workspaces/{id}/artifacts",
-        route: Route::ListArtifacts,
-        function: "workspaces",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/workspaces/{id}/artifacts/{artifactId}",
-        route: Route::GetArtifact,
-        function: "workspaces",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/workspaces/{id}/sessions",
-        route: Route::ListSessions,
-        function: "workspaces",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/workspaces/{id}/sessions/{sessionId}/history",
-        route: Route::SessionHistory,
-        function: "workspaces",
-    },
-    RouteSpec {
-        method: Method::DELETE,
-        pattern: "/workspaces/{id}/sessions/{sessionId}",
-        route: Route::DeleteSession,
-        function: "workspaces",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/console",
-        route: Route::ConsolePage,
-        function: "console",
-    },
-    RouteSpec {
-        method: Method::GET,
-        pattern: "/console/{asset+}",
-        route: Route::ConsoleAsset,
-        function: "console",
-    },
-];
+    GET    "/v1/host/workspace/events" => WorkspaceEvents, "get", Read;
+    POST   "/workspaces" => CreateWorkspace, "workspaces", Write;
+    GET    "/workspaces" => ListWorkspaces, "workspaces", Read;
+    GET    "/workspaces/{id}" => GetWorkspace, "workspaces", Read;
+    DELETE "/workspaces/{id}" => DeleteWorkspace, "workspaces", Write;
+    POST   "/workspaces/{id}/artifacts" => UploadArtifact, "workspaces", Write;
+    GET    "/workspaces/{id}/artifacts" => ListArtifacts, "workspaces", Read;
+    GET    "/workspaces/{id}/artifacts/{artifactId}" => GetArtifact, "workspaces", Read;
+    GET    "/workspaces/{id}/sessions" => ListSessions, "workspaces", Read;
+    GET    "/workspaces/{id}/sessions/{sessionId}/history" => SessionHistory, "workspaces", Read;
+    DELETE "/workspaces/{id}/sessions/{sessionId}" => DeleteSession, "workspaces", Write;
+    GET    "/console" => ConsolePage, "console", Nothing;
+    GET    "/console/{asset+}" => ConsoleAsset, "console", Nothing;
+};
 
 /// The outcome of matching a request path against the table.
 #[derive(Debug, PartialEq, Eq)]
@@ -564,6 +363,39 @@ pub fn match_route<'a>(method: &Method, path: &'a str) -> Matched<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_need_read_and_changes_need_write_unless_the_handler_decides_per_call() {
+        // Rows whose need depends on the call: the handler checks the rest with
+        // `Needs::check` (an MCP tool, a memory command that writes, a presigned PUT).
+        let per_call = [Route::Mcp, Route::Memory, Route::BlobPresign];
+        for row in ROUTES {
+            let want = if row.public() || per_call.contains(&row.route) {
+                continue;
+            } else if row.method == Method::GET {
+                Needs::Read
+            } else if row.route == Route::EraseVersion {
+                Needs::Admin
+            } else {
+                Needs::Write
+            };
+            assert_eq!(row.needs, want, "{} {}", row.method, row.pattern);
+        }
+    }
+
+    #[test]
+    fn needs_are_checked_against_the_credentials_access() {
+        let read_only = Access::READ_ONLY;
+        assert!(Needs::Read.check(read_only).is_ok());
+        assert!(Needs::Credential.check(read_only).is_ok());
+        let refused = Needs::Write.check(read_only).unwrap_err().to_string();
+        assert!(refused.contains("workspace:write"), "{refused}");
+        let refused = Needs::Admin
+            .check(Access::READ_WRITE)
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("workspace:admin"), "{refused}");
+    }
 
     #[test]
     fn greedy_tail_and_exact_rows() {

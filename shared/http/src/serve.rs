@@ -8,7 +8,7 @@
 
 use crate::envelope::json_response;
 use crate::handler::{Call, Reply, Routes, SignedUrls};
-use crate::routes::Route;
+use crate::routes::{Needs, Route};
 use crate::{blob, cache, discovery, files, forks, runs, snapshots, uploads, versions};
 use bytes::Bytes;
 use http::StatusCode;
@@ -133,35 +133,35 @@ fn discovery_document(c: Call<'_>) -> Reply<'_> {
 
 fn list_files(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         files::list(c.app.files()?, &who, c.parts).await
     })
 }
 
 fn list_changes(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         crate::changes::list(c.app.files()?, &who, c.parts).await
     })
 }
 
 fn search(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         crate::search::search(c.app.files()?, &who, c.parts).await
     })
 }
 
 fn get_file(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         files::get(c.app.files()?, &who, c.parts, c.tail).await
     })
 }
 
 fn put_file(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         if c.body.len() > c.app.max_file_request_bytes() {
             return Ok(c.app.body_too_large());
         }
@@ -171,21 +171,21 @@ fn put_file(c: Call<'_>) -> Reply<'_> {
 
 fn delete_file(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         files::delete(c.app.files()?, &who, c.parts, c.tail).await
     })
 }
 
 fn list_versions(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         versions::history(c.app.files()?, &who, c.parts, c.tail).await
     })
 }
 
 fn restore_version(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         versions::restore(c.app.files()?, &who, c.parts, c.tail, c.body).await
     })
 }
@@ -193,195 +193,194 @@ fn restore_version(c: Call<'_>) -> Reply<'_> {
 fn erase_version(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.identify().await?;
-        crate::require_admin(&who)?;
         versions::erase(c.app.files()?, &who, c.parts, c.tail).await
     })
 }
 
 fn diff(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         versions::diff(c.app.files()?, &who, c.parts, c.tail).await
     })
 }
 
 fn create_snapshot(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         snapshots::create(c.app.files()?, &who, c.body).await
     })
 }
 
 fn workspace_events(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         crate::events::open(c.app, &who, c.parts).await
     })
 }
 
 fn restore_snapshot(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         snapshots::restore(c.app.files()?, &who, c.parts, c.tail, c.body).await
     })
 }
 
 fn list_snapshots(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         snapshots::list(c.app.files()?, &who, c.parts).await
     })
 }
 
 fn get_snapshot(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         snapshots::get(c.app.files()?, &who, c.tail).await
     })
 }
 
 fn delete_snapshot(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         snapshots::delete(c.app.files()?, &who, c.tail).await
     })
 }
 
 fn create_fork(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         forks::create(c.app.files()?, &who, c.body).await
     })
 }
 
 fn list_forks(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         forks::list(c.app.files()?, &who, c.parts).await
     })
 }
 
 fn get_fork(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         forks::get(c.app.files()?, &who, c.tail).await
     })
 }
 
 fn discard_fork(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         forks::discard(c.app.files()?, &who, c.tail).await
     })
 }
 
 fn fork_diff(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         forks::diff(c.app.files()?, &who, c.parts, c.tail).await
     })
 }
 
 fn merge_fork(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         forks::merge(c.app.files()?, &who, c.parts, c.tail, c.body).await
     })
 }
 
 fn rebase_fork(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         forks::rebase(c.app.files()?, &who, c.parts, c.tail, c.body).await
     })
 }
 
 fn create_run(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         runs::create(c.app.files()?, &who, c.body).await
     })
 }
 
 fn list_runs(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         runs::list(c.app.files()?, &who, c.parts).await
     })
 }
 
 fn get_run(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         runs::get(c.app.files()?, &who, c.tail).await
     })
 }
 
 fn start_upload(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         uploads::start(c.app.files()?, &who, c.body).await
     })
 }
 
 fn cache_get(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         cache::get(c.app.cache_service()?, &who, c.tail).await
     })
 }
 
 fn cache_put(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         cache::put(c.app.cache_service()?, &who, c.tail, c.body).await
     })
 }
 
 fn cache_delete(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         cache::delete(c.app.cache_service()?, &who, c.tail).await
     })
 }
 
 fn blob_list(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         blob::list(c.app.blob_service()?, &who, c.parts, c.tail).await
     })
 }
 
 fn blob_get(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.reader().await?;
+        let who = c.identify().await?;
         blob::get(c.app.blob_service()?, &who, c.tail).await
     })
 }
 
 fn blob_put(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        // The body is opaque bytes: never read as a scope-naming JSON object.
-        let who = c.app.identify(c.parts, &Bytes::new()).await?;
-        crate::require_write(&who)?;
+        // The body is opaque bytes, never read as a scope-naming JSON object
+        // (`Route::body_is_opaque`).
+        let who = c.identify().await?;
         blob::put(c.app.blob_service()?, &who, c.parts, c.tail, c.body).await
     })
 }
 
 fn blob_delete(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        let who = c.writer().await?;
+        let who = c.identify().await?;
         blob::delete(c.app.blob_service()?, &who, c.tail).await
     })
 }
 
 fn blob_presign(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
-        // A GET URL reads, a PUT URL writes; presigning needs the matching scope, checked
-        // here for both so a read-only key cannot mint upload URLs.
-        let who = c.reader().await?;
+        // A GET URL reads (the row's need), a PUT URL writes: that one also needs
+        // `workspace:write`, so a read-only key cannot mint upload URLs.
+        let who = c.identify().await?;
         if body_names_put(c.body) {
-            crate::require_write(&who)?;
+            Needs::Write.check(who.access)?;
         }
         blob::presign(c.app.blob_service()?, &who, c.tail, c.body).await
     })

@@ -8,7 +8,6 @@ mod workspaces;
 
 use crate::envelope::HttpResponse;
 use crate::handler::{Call, Reply, Routes};
-use crate::request::Query;
 use crate::routes::Route;
 use crate::App;
 use bytes::Bytes;
@@ -37,66 +36,6 @@ pub(crate) fn time(ms: Millis) -> Value {
     Value::String(format_time(ms))
 }
 
-/// WCT-1: the caller's tenant and user come from the credential; naming others is 403.
-fn names_only_itself(caller: &Caller, parts: &Parts, body: &Bytes) -> Result<()> {
-    let mut tenants: Vec<String> = parts
-        .headers
-        .get_all("x-tenant-id")
-        .iter()
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        .collect();
-    let mut users: Vec<String> = Vec::new();
-    if let Ok(q) = Query::parse(parts) {
-        tenants.extend(
-            ["tenantId", "tenant"]
-                .iter()
-                .filter_map(|n| q.get(n))
-                .map(str::to_owned),
-        );
-        users.extend(
-            ["userId", "user"]
-                .iter()
-                .filter_map(|n| q.get(n))
-                .map(str::to_owned),
-        );
-    }
-    if let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(body) {
-        let field = |names: &[&str]| -> Vec<String> {
-            names
-                .iter()
-                .filter_map(|n| obj.get(*n))
-                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                .collect()
-        };
-        tenants.extend(field(&["tenantId", "tenant_id", "tenant"]));
-        users.extend(field(&["userId", "user_id", "user"]));
-    }
-    if tenants.iter().any(|t| t != caller.tenant.as_str())
-        || users.iter().any(|u| *u != caller.principal)
-    {
-        return Err(WorkspaceError::Forbidden(
-            "the request names a tenant or user other than the credential's own".to_owned(),
-        ));
-    }
-    Ok(())
-}
-
-fn need(caller: &Caller, write: bool) -> Result<()> {
-    let ok = if write {
-        caller.access.write
-    } else {
-        caller.access.read
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(WorkspaceError::Forbidden(format!(
-            "this credential needs the workspace:{} scope",
-            if write { "write" } else { "read" }
-        )))
-    }
-}
-
 pub(crate) fn json_body<T: serde::de::DeserializeOwned>(body: &Bytes, shape: &str) -> Result<T> {
     serde_json::from_slice(body)
         .map_err(|e| WorkspaceError::validation(format!("body must be {shape}: {e}")))
@@ -121,7 +60,7 @@ fn serve(c: Call<'_>) -> Reply<'_> {
         let route = c
             .route
             .ok_or_else(|| WorkspaceError::internal("not a workspace API route"))?;
-        dispatch(c.app, route, c.parts, c.tail, c.body).await
+        dispatch(c.app, route, c.tenant_caller()?, c.parts, c.tail, c.body).await
     })
 }
 
@@ -129,6 +68,7 @@ fn serve(c: Call<'_>) -> Reply<'_> {
 async fn dispatch(
     app: &App,
     route: Route,
+    caller: &Caller,
     parts: &Parts,
     path: &str,
     body: &Bytes,
@@ -138,7 +78,6 @@ async fn dispatch(
             "this deployment does not serve the workspace API".to_owned(),
         ));
     };
-    let caller = app.grant(parts).await?.caller();
     // Base64 adds a third and JSON escaping up to six times: anything larger cannot hold
     // an artifact within the cap, and is refused before it is parsed.
     let max = svc.limits().max_artifact_bytes;
@@ -149,29 +88,27 @@ async fn dispatch(
             limit: max,
         });
     }
-    names_only_itself(&caller, parts, body)?;
-    let write = matches!(
-        route,
-        Route::CreateWorkspace
-            | Route::DeleteWorkspace
-            | Route::UploadArtifact
-            | Route::DeleteSession
-    );
-    need(&caller, write)?;
+    // The scope the route needs was checked before it was dispatched (its row's `Needs`).
+    crate::scope_check::names_only_its_own(
+        caller.tenant.as_str(),
+        crate::scope_check::Own::User(&caller.principal),
+        parts,
+        body,
+    )?;
     let ps = params(path);
     let id = param(&ps, 0);
     let svc: &SessionService = svc;
     match route {
-        Route::CreateWorkspace => workspaces::create(svc, &caller, body).await,
-        Route::ListWorkspaces => workspaces::list(svc, &caller, parts).await,
-        Route::GetWorkspace => workspaces::get(svc, &caller, id).await,
-        Route::DeleteWorkspace => workspaces::delete(svc, app.files()?, &caller, id, parts).await,
-        Route::UploadArtifact => artifacts::upload(svc, app.files()?, &caller, id, body).await,
-        Route::ListArtifacts => artifacts::list(svc, &caller, id, parts).await,
-        Route::GetArtifact => artifacts::get(svc, &caller, id, param(&ps, 1)).await,
-        Route::ListSessions => artifacts::sessions(svc, &caller, id, parts).await,
-        Route::SessionHistory => artifacts::history(svc, &caller, id, param(&ps, 1)).await,
-        Route::DeleteSession => artifacts::delete_session(svc, &caller, id, param(&ps, 1)).await,
+        Route::CreateWorkspace => workspaces::create(svc, caller, body).await,
+        Route::ListWorkspaces => workspaces::list(svc, caller, parts).await,
+        Route::GetWorkspace => workspaces::get(svc, caller, id).await,
+        Route::DeleteWorkspace => workspaces::delete(svc, app.files()?, caller, id, parts).await,
+        Route::UploadArtifact => artifacts::upload(svc, app.files()?, caller, id, body).await,
+        Route::ListArtifacts => artifacts::list(svc, caller, id, parts).await,
+        Route::GetArtifact => artifacts::get(svc, caller, id, param(&ps, 1)).await,
+        Route::ListSessions => artifacts::sessions(svc, caller, id, parts).await,
+        Route::SessionHistory => artifacts::history(svc, caller, id, param(&ps, 1)).await,
+        Route::DeleteSession => artifacts::delete_session(svc, caller, id, param(&ps, 1)).await,
         _ => Err(WorkspaceError::internal("not a workspace API route")),
     }
 }
