@@ -460,7 +460,7 @@ async fn serve() -> Result<(), String> {
             events.log.clone(),
             std::time::Duration::from_secs(local.event_retention_seconds),
         );
-        events::webhooks::start(events, webhooks, local.data_dir.clone());
+        events::webhooks::start(events, webhooks, local.data_dir.clone()).await?;
     }
     let bounds = listener::Bounds {
         timeout: std::time::Duration::from_secs(local.connection_timeout_seconds),

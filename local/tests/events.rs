@@ -334,6 +334,8 @@ struct Received {
     attempts: usize,
     /// Answer 503 while this is above zero (counting down).
     fail_next: usize,
+    /// Hold this many attempts without an answer (a receiver that hangs), counting down.
+    hang_next: usize,
     delivered: Vec<(HashMap<String, String>, Vec<u8>)>,
 }
 
@@ -342,6 +344,19 @@ async fn receiver() -> (String, std::sync::Arc<std::sync::Mutex<Received>>) {
     use axum::http::{HeaderMap, StatusCode as Sc};
     type Shared = std::sync::Arc<std::sync::Mutex<Received>>;
     async fn hook(State(r): State<Shared>, headers: HeaderMap, body: axum::body::Bytes) -> Sc {
+        let hang = {
+            let mut r = r.lock().unwrap();
+            let hang = r.hang_next > 0;
+            if hang {
+                r.hang_next -= 1;
+                r.attempts += 1;
+            }
+            hang
+        };
+        if hang {
+            tokio::time::sleep(Duration::from_secs(120)).await;
+            return Sc::SERVICE_UNAVAILABLE;
+        }
         let mut r = r.lock().unwrap();
         r.attempts += 1;
         if r.fail_next > 0 {
@@ -623,4 +638,504 @@ async fn event_streams_are_bounded_and_a_closed_one_frees_its_slot() {
         assert!(Instant::now() < deadline, "the slot was not freed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Reads `sse` until it is quiet for `quiet` (or ends): every event, in the order sent.
+async fn read_until_quiet(sse: &mut Sse, quiet: Duration) -> Vec<(u64, Value)> {
+    let mut got = Vec::new();
+    while let Some(e) = sse.next(quiet).await {
+        got.push(e);
+    }
+    got
+}
+
+/// `n` writers PUTting to `path{0..paths}.md` of KEY_A's workspace (each content unique)
+/// until the server stops answering; every acknowledged write's (path, etag) lands in
+/// `acked`. `pace` between writes keeps the stream of events to a size a test reads fast.
+fn spawn_writers(
+    base: &str,
+    n: usize,
+    paths: usize,
+    pace: Duration,
+    acked: &std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..n)
+        .map(|w| {
+            let (base, acked) = (base.to_owned(), acked.clone());
+            tokio::spawn(async move {
+                let c = Client::new();
+                for i in 0.. {
+                    let path = format!("p{}.md", (w + i) % paths);
+                    let r = c
+                        .put(format!("{base}/v1/host/workspace/files/{path}"))
+                        .bearer_auth(KEY_A)
+                        .json(&json!({"content": format!("writer {w} write {i}")}))
+                        .send()
+                        .await;
+                    let Ok(r) = r else { return };
+                    if !r.status().is_success() {
+                        return;
+                    }
+                    let Ok(v) = r.json::<Value>().await else {
+                        return;
+                    };
+                    let etag = v["etag"].as_str().expect("etag").to_owned();
+                    acked.lock().unwrap().push((path, etag));
+                    tokio::time::sleep(pace).await;
+                }
+            })
+        })
+        .collect()
+}
+
+/// (path, etag) of an event's detail.
+fn change_of(e: &Value) -> (String, String) {
+    let d = &e["detail"];
+    (
+        d["path"].as_str().expect("path").to_owned(),
+        d["etag"].as_str().expect("etag").to_owned(),
+    )
+}
+
+/// Per path, the sequences of `events` in the order given.
+fn sequences_per_path<'a>(events: impl Iterator<Item = &'a Value>) -> BTreeMap<String, Vec<u64>> {
+    let mut per: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for e in events {
+        per.entry(e["detail"]["path"].as_str().unwrap().to_owned())
+            .or_default()
+            .push(e["detail"]["sequence"].as_u64().unwrap());
+    }
+    per
+}
+
+/// An SSE client that was reading while the server was SIGKILLed resumes, after the
+/// restart, from the last id it saw (`Last-Event-ID`): it gets every later event exactly
+/// once, in commit order per path, and nothing it saw before the kill is lost or changed.
+/// Two clients: one reading until the kill, one that left early (so events committed before
+/// the kill come after its last id).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_sse_client_resumes_across_a_sigkill_with_each_later_event_once_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = keys();
+    let env = [("WORKSPACE_API_KEYS", keys.as_str())];
+    let mut s = Server::start(dir.path(), &env).await;
+
+    // Reads until the stream ends (the kill) or `stop_after` events.
+    let reader = |sse: Sse, stop_after: usize| {
+        tokio::spawn(async move {
+            let mut sse = sse;
+            let mut seen = Vec::new();
+            while seen.len() < stop_after {
+                match sse.next(Duration::from_secs(60)).await {
+                    Some(e) => seen.push(e),
+                    None => break,
+                }
+            }
+            seen
+        })
+    };
+    let live = reader(Sse::open(&s, KEY_A, None).await, usize::MAX);
+    let early = reader(Sse::open(&s, KEY_A, None).await, 10);
+
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let writers = spawn_writers(&s.base, 4, 6, Duration::ZERO, &acked);
+    // Kill in the middle of the stream: once the early client left and enough writes (and
+    // so events after its last id) were acknowledged.
+    wait_for("40 acknowledged writes and the early client gone", || {
+        acked.lock().unwrap().len() >= 40 && early.is_finished()
+    })
+    .await;
+    s.kill9();
+    for w in writers {
+        let _ = w.await;
+    }
+    let live = tokio::time::timeout(Duration::from_secs(20), live)
+        .await
+        .expect("the live stream ends with the server")
+        .unwrap();
+    let early = early.await.unwrap();
+    assert_eq!(early.len(), 10);
+    assert!(
+        !live.is_empty(),
+        "the live client saw events before the kill"
+    );
+    let acked = acked.lock().unwrap().clone();
+    drop(s);
+
+    let s = Server::start(dir.path(), &env).await;
+    // The outbox as the restarted server has it.
+    let all = read_until_quiet(
+        &mut Sse::open(&s, KEY_A, None).await,
+        Duration::from_secs(1),
+    )
+    .await;
+    let ids: Vec<u64> = all.iter().map(|(id, _)| *id).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids in order: {ids:?}");
+    // Every acknowledged write has exactly its event.
+    let mut count: HashMap<(String, String), usize> = HashMap::new();
+    for (_, e) in &all {
+        *count.entry(change_of(e)).or_default() += 1;
+    }
+    for change in &acked {
+        assert_eq!(
+            count.get(change),
+            Some(&1),
+            "acknowledged write {change:?} has not exactly one event"
+        );
+    }
+    // And no event without its commit: per path, sequences 1..=n, the last one the head.
+    for (path, seqs) in sequences_per_path(all.iter().map(|(_, e)| e)) {
+        assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "{path}");
+        let head: Value = common::get_with(&Client::new(), files(&s, &path), KEY_A)
+            .await
+            .json()
+            .await
+            .unwrap();
+        let last = all
+            .iter()
+            .rev()
+            .find(|(_, e)| e["detail"]["path"] == path.as_str())
+            .unwrap();
+        assert_eq!(last.1["detail"]["etag"], head["etag"], "{path}");
+    }
+
+    let mut resumed = Vec::new();
+    for (who, seen) in [("live", &live), ("early", &early)] {
+        let last = seen.last().unwrap().0;
+        // What it saw before the kill is the outbox up to its last id, unchanged.
+        let before: Vec<&(u64, Value)> = all.iter().filter(|(id, _)| *id <= last).collect();
+        assert_eq!(
+            before.len(),
+            seen.len(),
+            "{who}: saw {} events through {last}, the outbox has {}",
+            seen.len(),
+            before.len()
+        );
+        for ((id, e), (oid, oe)) in seen.iter().zip(before) {
+            assert_eq!(
+                (id, &e["detail"]["eventId"]),
+                (oid, &oe["detail"]["eventId"])
+            );
+        }
+        let mut sse = Sse::open(&s, KEY_A, Some(last)).await;
+        let got = read_until_quiet(&mut sse, Duration::from_secs(1)).await;
+        let later: Vec<u64> = ids.iter().copied().filter(|id| *id > last).collect();
+        assert_eq!(
+            got.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            later,
+            "{who} resumed after {last}: each later event once, in commit order"
+        );
+        if who == "early" {
+            assert!(
+                later.len() >= 30,
+                "events committed before the kill follow the early client's last id"
+            );
+        }
+        resumed.push((who, seen, got, sse));
+    }
+    // Then the resumed streams go on live.
+    let next = put(&s, KEY_A, "after-restart.md", "x").await;
+    for (who, seen, mut got, mut sse) in resumed {
+        let (id, e) = sse.expect().await;
+        assert_eq!(e["detail"]["etag"], next["etag"], "{who}");
+        got.push((id, e));
+        assert!(
+            sse.next(Duration::from_millis(300)).await.is_none(),
+            "{who}"
+        );
+        // Per path, what it saw before and after together is 1..=n, each once, in order.
+        let together = seen.iter().chain(got.iter()).map(|(_, e)| e);
+        for (path, seqs) in sequences_per_path(together) {
+            assert_eq!(
+                seqs,
+                (1..=seqs.len() as u64).collect::<Vec<_>>(),
+                "{who}: {path}"
+            );
+        }
+    }
+}
+
+/// Webhooks across a SIGKILL: the receiver refuses the first attempts, the server is killed
+/// during a stream of writes while it backs off, and after a restart (where it refuses once
+/// more) the receiver gets every acknowledged write's event, signed, in commit order; a
+/// redelivery repeats, never reorders or skips.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn webhooks_get_every_acknowledged_event_across_a_sigkill() {
+    let (url, got) = receiver().await;
+    got.lock().unwrap().fail_next = 2;
+    let secret = "webhook-secret-kill-0123456789";
+    let hooks = json!([{"url": url, "secret": secret, "tenant": "acme"}]).to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let keys = keys();
+    let env = [
+        ("WORKSPACE_API_KEYS", keys.as_str()),
+        ("WORKSPACE_WEBHOOKS", hooks.as_str()),
+    ];
+    let mut s = Server::start(dir.path(), &env).await;
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let writers = spawn_writers(&s.base, 4, 5, Duration::from_millis(5), &acked);
+    // Killed while writes go on and the target is backing off after its refusals.
+    wait_for("two refused attempts and 30 acknowledged writes", || {
+        got.lock().unwrap().attempts >= 2 && acked.lock().unwrap().len() >= 30
+    })
+    .await;
+    s.kill9();
+    for w in writers {
+        let _ = w.await;
+    }
+    let acked = acked.lock().unwrap().clone();
+    drop(s);
+    // The restarted server meets one more refusal.
+    got.lock().unwrap().fail_next = 1;
+
+    let s = Server::start(dir.path(), &env).await;
+    let after = put(&s, KEY_A, "after-restart.md", "x").await;
+    let outbox = read_until_quiet(
+        &mut Sse::open(&s, KEY_A, None).await,
+        Duration::from_secs(1),
+    )
+    .await;
+    let outbox_ids: Vec<String> = outbox
+        .iter()
+        .map(|(_, e)| e["detail"]["eventId"].as_str().unwrap().to_owned())
+        .collect();
+    let changes: std::collections::HashSet<(String, String)> =
+        outbox.iter().map(|(_, e)| change_of(e)).collect();
+    for change in &acked {
+        assert!(changes.contains(change), "{change:?} has its event");
+    }
+    assert_eq!(outbox.last().unwrap().1["detail"]["etag"], after["etag"]);
+
+    let delivered_ids = || {
+        let g = got.lock().unwrap();
+        let mut first = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (headers, _) in &g.delivered {
+            let id = headers["x-workspace-event-id"].clone();
+            if seen.insert(id.clone()) {
+                first.push(id);
+            }
+        }
+        first
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while delivered_ids().len() < outbox_ids.len() {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {} events delivered",
+            delivered_ids().len(),
+            outbox_ids.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Each event's first delivery in commit order: every one, none skipped, none extra.
+    assert_eq!(delivered_ids(), outbox_ids);
+    let g = got.lock().unwrap();
+    assert!(
+        g.attempts > g.delivered.len(),
+        "refused attempts were retried"
+    );
+    let mut delivered_changes = std::collections::HashSet::new();
+    for (headers, body) in &g.delivered {
+        let envelope: Value = serde_json::from_slice(body).unwrap();
+        assert_valid(&envelope);
+        assert_eq!(
+            headers["x-workspace-event-id"],
+            envelope["detail"]["eventId"]
+        );
+        let sig = &headers["x-workspace-signature"];
+        let (t, v1) = sig
+            .strip_prefix("t=")
+            .and_then(|r| r.split_once(",v1="))
+            .unwrap_or_else(|| panic!("signature header: {sig}"));
+        let mut signed = format!("{t}.").into_bytes();
+        signed.extend_from_slice(body);
+        assert_eq!(v1, hmac_hex(secret, &signed), "signature");
+        delivered_changes.insert(change_of(&envelope));
+    }
+    for change in &acked {
+        assert!(
+            delivered_changes.contains(change),
+            "acknowledged {change:?} delivered"
+        );
+    }
+}
+
+/// A refused write (409, 413, 400) reaches no webhook: the receiver gets the accepted
+/// writes before and after them, and nothing between (delivery is in commit order, so an
+/// event of a refused write would have come before the second).
+#[tokio::test]
+async fn refused_writes_reach_no_webhook() {
+    let (url, got) = receiver().await;
+    let secret = "webhook-secret-refused-0123456789";
+    let hooks = json!([{"url": url, "secret": secret}]).to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let keys = keys();
+    let s = Server::start(
+        dir.path(),
+        &[
+            ("WORKSPACE_API_KEYS", keys.as_str()),
+            ("WORKSPACE_WEBHOOKS", hooks.as_str()),
+            ("WORKSPACE_MAX_FILE_BYTES", "64"),
+        ],
+    )
+    .await;
+    let c = Client::new();
+    let first = put(&s, KEY_A, "notes/a.md", "one").await;
+    wait_for("the first delivery", || {
+        !got.lock().unwrap().delivered.is_empty()
+    })
+    .await;
+    let refused = [
+        c.put(files(&s, "notes/a.md"))
+            .bearer_auth(KEY_A)
+            .header("if-match", "\"9-stale\"")
+            .json(&json!({"content": "x"})),
+        c.put(files(&s, "notes/big.md"))
+            .bearer_auth(KEY_A)
+            .json(&json!({"content": "x".repeat(100)})),
+        c.put(files(&s, "notes/bad.md"))
+            .bearer_auth(KEY_A)
+            .body("{not json"),
+        c.put(files(&s, "notes/bad%00.md"))
+            .bearer_auth(KEY_A)
+            .json(&json!({"content": "x"})),
+        c.put(files(&s, "notes/a.md"))
+            .bearer_auth(KEY_A)
+            .json(&json!({"text": "no content field"})),
+        c.delete(files(&s, "notes/a.md"))
+            .bearer_auth(KEY_A)
+            .header("if-match", "\"9-stale\""),
+    ];
+    let mut statuses = Vec::new();
+    for r in refused {
+        statuses.push(r.send().await.unwrap().status().as_u16());
+    }
+    assert_eq!(statuses, [409, 413, 400, 400, 400, 409]);
+    let second = put(&s, KEY_A, "notes/b.md", "two").await;
+    wait_for("the second delivery", || {
+        got.lock().unwrap().delivered.len() >= 2
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let etags: Vec<Value> = got
+        .lock()
+        .unwrap()
+        .delivered
+        .iter()
+        .map(|(_, body)| {
+            let e: Value = serde_json::from_slice(body).unwrap();
+            assert_valid(&e);
+            e["detail"]["etag"].clone()
+        })
+        .collect();
+    assert_eq!(etags, [first["etag"].clone(), second["etag"].clone()]);
+    // The stream agrees: two events, nothing else.
+    let all = read_until_quiet(
+        &mut Sse::open(&s, KEY_A, None).await,
+        Duration::from_millis(700),
+    )
+    .await;
+    assert_eq!(all.len(), 2, "{all:?}");
+}
+
+/// Discovery advertises how this server delivers `workspace.updated`: the stream's route
+/// (which answers), its retention as configured, and webhooks; no EventBridge here.
+#[tokio::test]
+async fn discovery_advertises_the_event_stream_and_webhooks() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = keys();
+    let s = Server::start(
+        dir.path(),
+        &[
+            ("WORKSPACE_API_KEYS", keys.as_str()),
+            ("WORKSPACE_EVENT_RETENTION_SECONDS", "3600"),
+        ],
+    )
+    .await;
+    let c = Client::new();
+    let want = json!({
+        "supported": true,
+        "source": "agent-workspace",
+        "detailType": "workspace.updated",
+        "eventBridge": false,
+        "stream": "/v1/host/workspace/events",
+        "streamRetentionSeconds": 3600,
+        "webhooks": true,
+    });
+    for route in ["/.well-known/openwop", "/v1/host/capabilities"] {
+        let r = c.get(s.url(route)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{route}");
+        let doc: Value = r.json().await.unwrap();
+        assert_eq!(doc["events"], want, "{route}");
+        assert_eq!(doc["capabilities"]["events"], want, "{route}");
+    }
+    // The advertised route is the stream, and the events carry the advertised source and
+    // detail-type.
+    let mut live = Sse::open(&s, KEY_A, None).await;
+    put(&s, KEY_A, "a.md", "x").await;
+    let (_, e) = live.expect().await;
+    assert_eq!(
+        (e["source"].as_str(), e["detail-type"].as_str()),
+        (Some("agent-workspace"), Some("workspace.updated"))
+    );
+    // The default retention is 7 days.
+    drop(live);
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &[("WORKSPACE_API_KEYS", keys.as_str())]).await;
+    let doc: Value = c
+        .get(s.url("/.well-known/openwop"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(doc["events"]["streamRetentionSeconds"], 7 * 24 * 3600);
+    assert_eq!(doc["events"]["webhooks"], true);
+}
+
+/// A target configured on a fresh store, whose first attempt is still waiting for an
+/// answer when the server is killed: after the restart it still gets the events committed
+/// before the kill (it is not taken for a new target that starts from now).
+#[tokio::test]
+async fn a_webhook_whose_first_attempt_never_ended_gets_every_event_after_a_sigkill() {
+    let (url, got) = receiver().await;
+    got.lock().unwrap().hang_next = 1;
+    let secret = "webhook-secret-hang-0123456789";
+    let hooks = json!([{"url": url, "secret": secret}]).to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let keys = keys();
+    let env = [
+        ("WORKSPACE_API_KEYS", keys.as_str()),
+        ("WORKSPACE_WEBHOOKS", hooks.as_str()),
+    ];
+    let mut s = Server::start(dir.path(), &env).await;
+    let a = put(&s, KEY_A, "a.md", "one").await;
+    let b = put(&s, KEY_A, "b.md", "two").await;
+    wait_for("the first attempt", || got.lock().unwrap().attempts >= 1).await;
+    s.kill9();
+    drop(s);
+    let s = Server::start(dir.path(), &env).await;
+    let c = put(&s, KEY_A, "c.md", "three").await;
+    let etags = || -> Vec<Value> {
+        let mut seen: Vec<Value> = Vec::new();
+        for (_, body) in &got.lock().unwrap().delivered {
+            let e: Value = serde_json::from_slice(body).unwrap();
+            assert_valid(&e);
+            if !seen.contains(&e["detail"]["etag"]) {
+                seen.push(e["detail"]["etag"].clone());
+            }
+        }
+        seen
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !etags().contains(&c["etag"]) {
+        assert!(Instant::now() < deadline, "c.md was never delivered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        etags(),
+        [a["etag"].clone(), b["etag"].clone(), c["etag"].clone()]
+    );
 }

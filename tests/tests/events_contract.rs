@@ -130,3 +130,127 @@ fn the_schema_refuses_what_breaks_the_contract() {
         assert!(!violations(&e).is_empty(), "{what} passed the schema");
     }
 }
+
+/// A refused write produces no event on AWS: through the HTTP API every function serves,
+/// over DynamoDB and S3 on the emulator, writes refused with 409 (a stale `If-Match`), 413
+/// (over maxFileBytes) and 400 (a bad path, a body that is not the JSON asked for) leave
+/// nothing on the table's stream for the publisher, and nothing reaches the queue behind
+/// the stack's rule; the accepted writes around them do, each keeping the schema.
+#[tokio::test]
+async fn refused_writes_produce_no_event_through_the_rule() {
+    use http::Method;
+    use std::sync::Arc;
+    use workspace_contract::harness::{Backend, Harness, KEY_A, LIMITS};
+    use workspace_store_aws::events::{plan, EventBridgeSink, Work};
+    use workspace_store_aws::publisher::Publisher;
+    use workspace_store_aws::secrets_table::DynamoSecrets;
+    use workspace_store_aws::{testing, DynamoMeta, S3Bodies};
+
+    let env = testing::fresh(None).await;
+    let observed = testing::observed_bus().await;
+    let h = Harness::new(Backend {
+        meta: Arc::new(DynamoMeta::new(
+            env.clients.dynamodb.clone(),
+            env.table.clone(),
+        )),
+        bodies: Arc::new(S3Bodies::new(env.clients.s3.clone(), env.bucket.clone())),
+        secrets: Arc::new(DynamoSecrets::new(
+            env.clients.dynamodb.clone(),
+            env.table.clone(),
+        )),
+        guard: Box::new(()),
+    })
+    .await;
+    let first = h.put(KEY_A, "notes/a.md", "one").await.assert_ok();
+
+    let file = |p: &str| format!("/v1/host/workspace/files/{p}");
+    let content = |c: &str| json!({ "content": c });
+    let too_big = "x".repeat(LIMITS.max_file_bytes as usize + 1);
+    let refused = [
+        (
+            h.call(Method::PUT, &file("notes/a.md"), Some(KEY_A))
+                .header("if-match", "\"9-stale\"")
+                .json(&content("stale")),
+            409,
+        ),
+        (
+            h.call(Method::DELETE, &file("notes/a.md"), Some(KEY_A))
+                .header("if-match", "\"9-stale\""),
+            409,
+        ),
+        (
+            h.call(Method::PUT, &file("notes/big.md"), Some(KEY_A))
+                .json(&content(&too_big)),
+            413,
+        ),
+        (
+            h.call(Method::PUT, &file("notes/a.md"), Some(KEY_A))
+                .json(&content(&too_big)),
+            413,
+        ),
+        (
+            h.call(Method::PUT, &file("notes/bad%00.md"), Some(KEY_A))
+                .json(&content("x")),
+            400,
+        ),
+        (
+            h.call(Method::PUT, &file("notes/../escape.md"), Some(KEY_A))
+                .json(&content("x")),
+            400,
+        ),
+        (
+            h.call(Method::PUT, &file("notes/bad.md"), Some(KEY_A))
+                .header("content-type", "application/json")
+                .body("{not json"),
+            400,
+        ),
+        (
+            h.call(Method::PUT, &file("notes/a.md"), Some(KEY_A))
+                .json(&json!({"text": "no content field"})),
+            400,
+        ),
+    ];
+    let mut statuses = Vec::new();
+    for (call, want) in refused {
+        let r = call.send().await;
+        statuses.push((r.status.as_u16(), want));
+    }
+    assert!(
+        statuses.iter().all(|(got, want)| got == want),
+        "{statuses:?}"
+    );
+    let second = h.put(KEY_A, "notes/b.md", "two").await.assert_ok();
+
+    // The stream carries the two accepted commits' announcements only.
+    let records = testing::stream_records(env.stream_arn.as_deref().expect("stream")).await;
+    let announced: Vec<(String, u64)> = records
+        .iter()
+        .filter_map(|r| match plan(r) {
+            Ok(Some(Work::Announce(e))) => Some((e.path.clone(), e.version)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        announced,
+        [("notes/a.md".to_owned(), 1), ("notes/b.md".to_owned(), 1)]
+    );
+    // Published as the deployed publisher does, through the rule to the queue.
+    let publisher = Publisher {
+        sink: EventBridgeSink::new(env.clients.eventbridge.clone(), &observed.bus),
+        bodies: S3Bodies::new(env.clients.s3.clone(), &env.bucket),
+    };
+    let failed = publisher.process(&records).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    let got = observed.drain(2).await;
+    let mut etags: Vec<&Value> = got
+        .iter()
+        .map(|m| {
+            assert_valid(m);
+            &m["detail"]["etag"]
+        })
+        .collect();
+    etags.sort_by_key(|e| e.to_string());
+    let mut want = vec![&first["etag"], &second["etag"]];
+    want.sort_by_key(|e| e.to_string());
+    assert_eq!(etags, want, "{got:?}");
+}

@@ -2,11 +2,23 @@
 //! from the table's stream: the index is right after a burst of changes, redelivered and
 //! out-of-order events change nothing, and its own writes trigger nothing.
 
+use async_trait::async_trait;
 use fn_index::{IndexKeeper, Outcome};
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin as StdPin;
+use std::sync::{Arc, Mutex};
+use workspace_core::changes::{ChangePage, ChangeQuery};
 use workspace_core::events::WorkspaceEvent;
-use workspace_core::ports::{FromCommittedState, RandomIds, SystemClock};
-use workspace_core::{FilePath, Identity, Limits, PutRequest, Scope, WorkspaceService};
+use workspace_core::model::{
+    BodyRef, Erasure, Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord,
+};
+use workspace_core::ports::{
+    BatchOutcome, Commit, CommitOutcome, Expect, FromCommittedState, MetaStore, RandomIds,
+    StoredRecord, SystemClock,
+};
+use workspace_core::{
+    FilePath, Identity, Limits, PathPrefix, PutRequest, Result, Scope, WorkspaceService,
+};
 use workspace_store_aws::events::{plan, Work};
 use workspace_store_aws::testing as common;
 use workspace_store_aws::{DynamoMeta, S3Bodies};
@@ -153,4 +165,311 @@ fn the_recorded_event_is_what_the_function_takes() {
         serde_json::from_str(&text).unwrap();
     assert_eq!(e.detail.path, "memory/notes/2026-11-24.md");
     assert_eq!(e.source, "agent-workspace");
+}
+
+/// Someone else's writes, made just before the keeper's write of the index reaches the
+/// store (after the keeper read the index and listed the prefix).
+type Interference = Arc<dyn Fn() -> StdPin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// DynamoDB metadata, with a hook that runs before commits of the index path, and a record
+/// of whether each such commit applied.
+struct RacingMeta {
+    inner: DynamoMeta,
+    index: String,
+    /// How many more index commits to interfere with, and how.
+    armed: Mutex<Option<(usize, Interference)>>,
+    /// One entry per commit of the index: whether it applied.
+    index_commits: Mutex<Vec<bool>>,
+}
+
+impl RacingMeta {
+    fn interfere(&self, times: usize, with: Interference) {
+        *self.armed.lock().unwrap() = Some((times, with));
+    }
+
+    fn index_commits(&self) -> Vec<bool> {
+        self.index_commits.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl MetaStore for RacingMeta {
+    async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
+        self.inner.head(scope, path).await
+    }
+    async fn version(&self, s: &Scope, p: &FilePath, seq: u64) -> Result<Option<VersionRecord>> {
+        self.inner.version(s, p, seq).await
+    }
+    async fn list_live(
+        &self,
+        s: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>> {
+        self.inner.list_live(s, prefix, after, limit).await
+    }
+    async fn list_heads(
+        &self,
+        s: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<Vec<Head>> {
+        self.inner.list_heads(s, prefix, after, limit).await
+    }
+    async fn idempotency(&self, s: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
+        self.inner.idempotency(s, key).await
+    }
+    async fn live_count(&self, s: &Scope) -> Result<u64> {
+        self.inner.live_count(s).await
+    }
+    async fn commit(&self, commit: Commit) -> Result<CommitOutcome> {
+        let is_index = commit.path.as_str() == self.index;
+        if is_index {
+            let hook = {
+                let mut armed = self.armed.lock().unwrap();
+                match armed.as_mut() {
+                    Some((times, with)) if *times > 0 => {
+                        *times -= 1;
+                        Some(with.clone())
+                    }
+                    _ => None,
+                }
+            };
+            if let Some(with) = hook {
+                with().await;
+            }
+        }
+        let outcome = self.inner.commit(commit).await;
+        if is_index {
+            self.index_commits
+                .lock()
+                .unwrap()
+                .push(matches!(outcome, Ok(CommitOutcome::Committed { .. })));
+        }
+        outcome
+    }
+    async fn commit_many(&self, commits: Vec<Commit>) -> Result<BatchOutcome> {
+        self.inner.commit_many(commits).await
+    }
+    fn fits_one_commit(&self, commits: &[Commit]) -> bool {
+        self.inner.fits_one_commit(commits)
+    }
+    async fn list_versions(
+        &self,
+        s: &Scope,
+        p: &FilePath,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<VersionRecord>> {
+        self.inner.list_versions(s, p, before, limit).await
+    }
+    async fn set_pins(
+        &self,
+        s: &Scope,
+        p: &FilePath,
+        expect: Expect,
+        pins: Vec<Pin>,
+        must_exist: Option<u64>,
+    ) -> Result<bool> {
+        self.inner.set_pins(s, p, expect, pins, must_exist).await
+    }
+    async fn put_snapshot(&self, s: &Scope, snapshot: &Snapshot) -> Result<()> {
+        self.inner.put_snapshot(s, snapshot).await
+    }
+    async fn snapshot(&self, s: &Scope, id: &str) -> Result<Option<Snapshot>> {
+        self.inner.snapshot(s, id).await
+    }
+    async fn delete_snapshot(&self, s: &Scope, id: &str) -> Result<bool> {
+        self.inner.delete_snapshot(s, id).await
+    }
+    async fn erase_version(
+        &self,
+        s: &Scope,
+        p: &FilePath,
+        seq: u64,
+        e: &Erasure,
+    ) -> Result<Option<Option<BodyRef>>> {
+        self.inner.erase_version(s, p, seq, e).await
+    }
+    async fn list_changes(&self, s: &Scope, q: &ChangeQuery) -> Result<ChangePage> {
+        self.inner.list_changes(s, q).await
+    }
+    async fn put_record(
+        &self,
+        s: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()> {
+        self.inner.put_record(s, kind, key, record).await
+    }
+    async fn record(&self, s: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
+        self.inner.record(s, kind, key).await
+    }
+    async fn list_snapshots(
+        &self,
+        s: &Scope,
+        id_prefix: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SnapshotInfo>> {
+        self.inner.list_snapshots(s, id_prefix, before, limit).await
+    }
+}
+
+/// The index changes between the keeper's read and its conditional write (a person's
+/// edit, another delivery): the write gets 409, and the keeper reads again, rebuilds from
+/// the workspace as it is then, and writes over it, both when the index did not exist yet
+/// (`If-None-Match: *`) and when it did (`If-Match`). One that keeps losing gives up with
+/// an error (so EventBridge retries the event), and the retried event makes it right.
+#[tokio::test]
+async fn a_409_between_read_and_write_is_retried_into_a_correct_index() {
+    let env = common::fresh(None).await;
+    let svc = Arc::new(service(&env));
+    let who = agent();
+    svc.put(&who, put("memory/a.md", "first")).await.unwrap();
+    let racing = Arc::new(RacingMeta {
+        inner: DynamoMeta::new(env.clients.dynamodb.clone(), &env.table),
+        index: "memory/INDEX.md".to_owned(),
+        armed: Mutex::new(None),
+        index_commits: Mutex::new(Vec::new()),
+    });
+    let keeper_files = WorkspaceService::new(
+        racing.clone(),
+        Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
+        Arc::new(FromCommittedState),
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        Limits::default(),
+    );
+    let keeper = IndexKeeper::new(keeper_files, "memory/", "memory/INDEX.md").unwrap();
+    let event_for = |path: &'static str| {
+        let env = &env;
+        async move {
+            announced(env)
+                .await
+                .into_iter()
+                .rev()
+                .find(|e| e.path == path)
+                .unwrap()
+        }
+    };
+
+    // No index yet: between the keeper's read and its If-None-Match write, someone adds a
+    // file and creates the index by hand.
+    let other = svc.clone();
+    racing.interfere(
+        1,
+        Arc::new(move || {
+            let svc = other.clone();
+            Box::pin(async move {
+                svc.put(&agent(), put("memory/late.md", "came in between"))
+                    .await
+                    .unwrap();
+                svc.put(&agent(), put("memory/INDEX.md", "a hand-made index"))
+                    .await
+                    .unwrap();
+            })
+        }),
+    );
+    let e = event_for("memory/a.md").await;
+    assert_eq!(
+        keeper.on_event(&e).await.unwrap(),
+        Outcome::Written { version: 2 }
+    );
+    assert_eq!(
+        racing.index_commits(),
+        [false, true],
+        "the first write was refused (409), the retry applied"
+    );
+    let (text, version) = index_of(&svc).await;
+    assert_eq!(version, 2);
+    assert!(
+        text.contains("- [memory/a.md](memory/a.md): 5 bytes, version 1")
+            && text.contains("- [memory/late.md](memory/late.md): 15 bytes, version 1")
+            && !text.contains("hand-made"),
+        "{text}"
+    );
+
+    // An index that exists: between the read and the If-Match write, it is edited and a
+    // file goes away.
+    svc.put(&who, put("memory/b.md", "bee")).await.unwrap();
+    let other = svc.clone();
+    racing.interfere(
+        1,
+        Arc::new(move || {
+            let svc = other.clone();
+            Box::pin(async move {
+                svc.put(&agent(), put("memory/INDEX.md", "edited by hand"))
+                    .await
+                    .unwrap();
+                svc.delete(&agent(), &FilePath::parse("memory/late.md").unwrap(), None)
+                    .await
+                    .unwrap();
+            })
+        }),
+    );
+    let e = event_for("memory/b.md").await;
+    assert_eq!(
+        keeper.on_event(&e).await.unwrap(),
+        Outcome::Written { version: 4 }
+    );
+    assert_eq!(racing.index_commits(), [false, true, false, true]);
+    let (text, _) = index_of(&svc).await;
+    assert!(
+        text.contains("memory/a.md")
+            && text.contains("- [memory/b.md](memory/b.md): 3 bytes, version 1")
+            && !text.contains("late.md")
+            && !text.contains("by hand"),
+        "{text}"
+    );
+    // A redelivery of either event finds it right.
+    assert_eq!(keeper.on_event(&e).await.unwrap(), Outcome::Unchanged);
+
+    // An index that changes before every write: the keeper gives up after its rounds with
+    // an error (the event is retried), having written nothing of its own.
+    svc.put(&who, put("memory/c.md", "sea")).await.unwrap();
+    let other = svc.clone();
+    let edits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = edits.clone();
+    racing.interfere(
+        usize::MAX,
+        Arc::new(move || {
+            let (svc, n) = (
+                other.clone(),
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst),
+            );
+            Box::pin(async move {
+                svc.put(&agent(), put("memory/INDEX.md", &format!("busy {n}")))
+                    .await
+                    .unwrap();
+            })
+        }),
+    );
+    let e = event_for("memory/c.md").await;
+    let before = racing.index_commits().len();
+    let err = keeper.on_event(&e).await.unwrap_err();
+    assert!(err.to_string().contains("kept changing"), "{err}");
+    let rounds = &racing.index_commits()[before..];
+    assert!(
+        !rounds.is_empty() && rounds.iter().all(|applied| !applied),
+        "{rounds:?}"
+    );
+    assert_eq!(
+        rounds.len(),
+        edits.load(std::sync::atomic::Ordering::SeqCst)
+    );
+    // The retried event, with the index quiet again, makes it right.
+    racing.interfere(0, Arc::new(|| Box::pin(async {})));
+    assert!(matches!(
+        keeper.on_event(&e).await.unwrap(),
+        Outcome::Written { .. }
+    ));
+    let (text, _) = index_of(&svc).await;
+    assert!(
+        text.contains("memory/c.md") && !text.contains("busy"),
+        "{text}"
+    );
 }

@@ -150,10 +150,30 @@ impl StatusBoard {
     }
 }
 
-/// Starts one delivery task per target.
-pub fn start(events: &Events, targets: Vec<Target>, data_dir: PathBuf) {
+/// Where a target resumes: its stored cursor, or, for a target never seen before, a new
+/// cursor at the last event committed so far, stored at once. A stored cursor is kept
+/// whatever it holds: one still at position 0 (a target that began on an empty outbox and
+/// has delivered nothing yet) is not new, and starts from the first event.
+async fn first_cursor(events: &Events, name: &str) -> workspace_core::Result<DeliveryCursor> {
+    let log = &events.log;
+    if let Some(cursor) = log.cursor(name).await? {
+        return Ok(cursor);
+    }
+    let cursor = DeliveryCursor {
+        delivered: log.last_position().await?,
+        ..DeliveryCursor::default()
+    };
+    log.set_cursor(name, &cursor).await?;
+    Ok(cursor)
+}
+
+/// Starts one delivery task per target. Each target's starting point is settled (and a
+/// new one's stored) before this returns, so every write the server acknowledges after it
+/// reaches every target, also one configured at this start; when that cannot be done
+/// (the outbox cannot be read or written), the error stops the server from starting.
+pub async fn start(events: &Events, targets: Vec<Target>, data_dir: PathBuf) -> Result<(), String> {
     if targets.is_empty() {
-        return;
+        return Ok(());
     }
     let board = Arc::new(StatusBoard {
         path: data_dir.join(STATUS_FILE),
@@ -179,6 +199,12 @@ pub fn start(events: &Events, targets: Vec<Target>, data_dir: PathBuf) {
         .build()
         .unwrap_or_default();
     for (index, target) in targets.into_iter().enumerate() {
+        let cursor = first_cursor(events, &target.name()).await.map_err(|e| {
+            format!(
+                "webhook {}: cannot read or store where it resumes: {e}",
+                shown_url(&target.url)
+            )
+        })?;
         let deliverer = Deliverer {
             events: events.clone(),
             target,
@@ -186,8 +212,9 @@ pub fn start(events: &Events, targets: Vec<Target>, data_dir: PathBuf) {
             board: board.clone(),
             index,
         };
-        tokio::spawn(deliverer.run());
+        tokio::spawn(deliverer.run(cursor));
     }
+    Ok(())
 }
 
 struct Deliverer {
@@ -199,22 +226,10 @@ struct Deliverer {
 }
 
 impl Deliverer {
-    async fn run(mut self) {
+    async fn run(mut self, mut cursor: DeliveryCursor) {
         let name = self.target.name();
         let log = self.events.log.clone();
         let mut rung = self.events.bell.subscribe();
-        let mut cursor = match log.cursor(&name).await {
-            Ok(c) => c.unwrap_or_default(),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read a webhook's cursor; not delivering");
-                return;
-            }
-        };
-        // A new target starts at the events committed from now on.
-        if cursor == DeliveryCursor::default() {
-            cursor.delivered = log.last_position().await.unwrap_or(0);
-            let _ = log.set_cursor(&name, &cursor).await;
-        }
         loop {
             rung.borrow_and_update();
             let page = match log.since(None, cursor.delivered, PAGE).await {
