@@ -1,13 +1,14 @@
 """Drives the workspace MCP server through the official Python MCP SDK (a real client) and
 asserts what an agent sees. Run by local/tests/mcp.rs against the real `workspace-local`:
 
-  http:  mcp_client.py http  --base URL --key K --evil-key K2 --read-only-key K3
+  http:  mcp_client.py http  --base URL --key K --evil-key K2 --read-only-key K3 --scoped-key K4
   stdio: mcp_client.py stdio --bin PATH --data-dir DIR
 
 Exits non-zero with the first failed check."""
 
 import argparse
 import sys
+import time
 
 import anyio
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
@@ -33,6 +34,7 @@ TOOLS = {
     "fork_diff": (["fork_id"], {"fork_id", "prefix"}),
     "merge_fork": (["fork_id"], {"fork_id", "strategy", "resolutions", "apply", "discard_fork"}),
     "discard_fork": (["fork_id"], {"fork_id"}),
+    "wait_for_changes": ([], {"since", "prefix", "timeout_seconds"}),
 }
 
 
@@ -213,6 +215,59 @@ async def search_tool(a):
     eq(await a.err("search", query="x", path="../etc"), DENIED, "escape")
 
 
+def cursor_of(text):
+    for line in text.split("\n"):
+        if line.startswith("Cursor: "):
+            return line[len("Cursor: "):]
+    raise AssertionError(f"no cursor in {text!r}")
+
+
+def reported(text):
+    """The "<operation> <path> version <n>" of each change a wait answered."""
+    out = []
+    for line in text.split("\n")[1:]:
+        if line.startswith("Cursor: ") or line.startswith("More "):
+            break
+        out.append(" ".join(line.split(" ")[1:5]))
+    return out
+
+
+async def wait_while(waiter, write, **wait_args):
+    """Runs wait_for_changes on `waiter` while `write()` commits a change 0.3 s later:
+    (text, seconds the wait took)."""
+    got = {}
+
+    async def wait():
+        started = time.monotonic()
+        got["text"] = await waiter.ok("wait_for_changes", **wait_args)
+        got["took"] = time.monotonic() - started
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait)
+        await anyio.sleep(0.3)
+        await write()
+    return got["text"], got["took"]
+
+
+async def wait_tool(a, write):
+    """wait_for_changes: a change another writer commits while it waits is answered at once
+    (well before the timeout), each change once across cursors; a timeout answers no changes
+    with a cursor. `write(path, content)` commits through another client."""
+    text, took = await wait_while(a, lambda: write("watch/a.md", "one"), timeout_seconds=10)
+    check(took < 5, f"answered after {took:.1f} s: {text}")
+    eq(reported(text), ["put watch/a.md version 1"], text)
+    check(text.startswith("1 change(s), oldest first:\n"), text)
+    cursor = cursor_of(text)
+    started = time.monotonic()
+    none = await a.ok("wait_for_changes", since=cursor, timeout_seconds=1)
+    took = time.monotonic() - started
+    check(none.startswith("No changes within 1 s.\n") and 0.9 < took < 4, f"{took:.1f} s: {none}")
+    await write("watch/a.md", "two")
+    nxt = await a.ok("wait_for_changes", since=cursor_of(none), timeout_seconds=5)
+    eq(reported(nxt), ["put watch/a.md version 2"], nxt)
+    check((await a.err("wait_for_changes", timeout_seconds=26)).startswith("Error: Parameter 'timeout_seconds' must be at most 25"), "bound")
+
+
 async def http_mode(args):
     url = f"{args.base}/mcp"
 
@@ -290,6 +345,42 @@ async def http_mode(args):
             eq((await r.call("memory", command="view", path="/memories/me.md"))[1], False, "read-only views")
             check("TODO one" in await r.ok("read_file", path="README.md"), "unchanged")
 
+    async def http_write(key, path, content):
+        async with client(key) as http:
+            resp = await http.put(f"{args.base}/v1/host/workspace/files/{path}", json={"content": content})
+            check(resp.status_code in (200, 201), f"PUT {path}: {resp.status_code} {resp.text}")
+
+    # Waiting for changes: another client's write ends the wait; read-only keys may wait.
+    async with client(args.key) as hc, streamable_http_client(url, http_client=hc) as (read, write):
+        async with ClientSession(read, write) as s:
+            await s.initialize()
+            await wait_tool(Agent(s), lambda p, c: http_write(args.key, p, c))
+    async with client(args.read_only_key) as hc, streamable_http_client(url, http_client=hc) as (read, write):
+        async with ClientSession(read, write) as s:
+            await s.initialize()
+            text, took = await wait_while(Agent(s), lambda: http_write(args.key, "watch/ro.md", "x"), timeout_seconds=10)
+            eq(reported(text), ["put watch/ro.md version 1"], text)
+            check(took < 5, f"read-only wait answered after {took:.1f} s")
+    # A key scoped to watch/** never sees a change outside it: not while it waits, not later.
+    async with client(args.scoped_key) as hc, streamable_http_client(url, http_client=hc) as (read, write):
+        async with ClientSession(read, write) as s:
+            await s.initialize()
+            sc = Agent(s)
+            start = cursor_of(await sc.ok("wait_for_changes", timeout_seconds=0))
+            text, took = await wait_while(sc, lambda: http_write(args.key, "outside/secret.md", "hidden"),
+                                          since=start, timeout_seconds=2)
+            check(text.startswith("No changes within 2 s.\n") and "outside" not in text, text)
+            check(took >= 1.9, f"a change out of scope ended the wait after {took:.1f} s")
+
+            async def both():
+                await http_write(args.key, "outside/secret.md", "hidden 2")
+                await http_write(args.key, "watch/in-scope.md", "shown")
+            text, _ = await wait_while(sc, both, since=start, timeout_seconds=10)
+            eq(reported(text), ["put watch/in-scope.md version 1"], text)
+            for extra in [{}, {"prefix": "outside/"}]:
+                text = await sc.ok("wait_for_changes", since="2000-01-01T00:00:00Z", timeout_seconds=0, **extra)
+                check("outside" not in text, text)
+
 
 async def stdio_mode(args):
     params = StdioServerParameters(command=args.bin, args=["mcp", "--tenant", "acme", "--workspace", "stdio"],
@@ -302,6 +393,13 @@ async def stdio_mode(args):
         await memory_tool(Agent(s))
         await fork_tools(Agent(s))
         await search_tool(Agent(s))
+        # On stdio the other writer is the same session (the database admits one process):
+        # its write is answered while the wait runs beside it.
+        a = Agent(s)
+
+        async def stdio_write(path, content):
+            await a.ok("write_file", path=path, content=content)
+        await wait_tool(a, stdio_write)
     # The high-level Client probes the 2026-07-28 `server/discover` first ("auto" mode) and
     # falls back to the initialize handshake, which this server speaks.
     async with Client(params) as c:
@@ -316,6 +414,7 @@ def main():
     p.add_argument("--key")
     p.add_argument("--evil-key")
     p.add_argument("--read-only-key")
+    p.add_argument("--scoped-key")
     p.add_argument("--bin")
     p.add_argument("--data-dir")
     args = p.parse_args()

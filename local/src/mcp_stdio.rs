@@ -6,13 +6,24 @@
 //! `WORKSPACE_API_KEYS`; a tenant-wide key also needs `--workspace`), or, for a person's own
 //! machine, `--tenant T --workspace W` (whoever can run this can read the data directory
 //! anyway). Nothing in the messages can change it.
+//!
+//! Messages are answered in order, one after another, except `wait_for_changes`: a wait
+//! (at most 25 s) runs beside the others (up to [`MAX_WAITS`] at once), so a client can go
+//! on reading and writing while it waits, and `notifications/cancelled` ends it early.
+//! When stdin closes the client is gone, and the waits still running end unanswered.
+//! No notifications are sent: see `workspace_mcp::protocol`.
 
 use http::request::Parts;
+use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::{AbortHandle, JoinSet};
 use workspace_core::keys::KeyStore;
 use workspace_core::{Access, Identity, Scope, WorkspaceService};
 use workspace_http::auth::{AnyOf, ApiKeys, Authenticator, ManagedKeys, WORKSPACE_HEADER};
+use workspace_mcp::protocol::waiting_call;
 use workspace_mcp::{handle_payload, Reply, Workspace};
 use workspace_wiring::Settings;
 
@@ -88,29 +99,89 @@ pub async fn identity(
     }
 }
 
+/// Most `wait_for_changes` calls running beside the others; past it a wait runs in turn.
+pub const MAX_WAITS: usize = 8;
+
+/// The answer to one line, if any.
+async fn answer(service: &WorkspaceService, who: &Identity, line: &str) -> Option<String> {
+    let ws = Workspace { service, who };
+    match handle_payload(&ws, line.as_bytes()).await {
+        Reply::Json(v) | Reply::Invalid(v) => Some(format!("{v}\n")),
+        Reply::Accepted => None,
+    }
+}
+
+/// Writes each answer as one line, in the order they come, until stdout closes (the client
+/// went away). Answers reach it through a channel, so a wait ended mid-answer never cuts a
+/// line short.
+fn writer() -> (mpsc::Sender<String>, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::channel::<String>(16);
+    let task = tokio::spawn(async move {
+        let mut out = tokio::io::stdout();
+        while let Some(text) = rx.recv().await {
+            if out.write_all(text.as_bytes()).await.is_err() || out.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    (tx, task)
+}
+
+/// The request a `notifications/cancelled` message cancels, as its id's JSON text.
+fn cancelled(msg: &Value) -> Option<String> {
+    (msg.get("method").and_then(Value::as_str) == Some("notifications/cancelled"))
+        .then(|| msg.pointer("/params/requestId").map(Value::to_string))
+        .flatten()
+}
+
 /// Answers each line of stdin on stdout until stdin closes.
 pub async fn serve(service: WorkspaceService, who: Identity) -> Result<(), String> {
     tracing::info!(scope = %who.scope, "MCP on stdio");
-    let ws = Workspace {
-        service: &service,
-        who: &who,
-    };
+    let shared = Arc::new((service, who));
+    let (out, written) = writer();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    let mut out = tokio::io::stdout();
+    // Waits running beside the rest, by request id (its JSON text).
+    let mut waits: JoinSet<String> = JoinSet::new();
+    let mut running: HashMap<String, AbortHandle> = HashMap::new();
     while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
+        while let Some(done) = waits.try_join_next() {
+            if let Ok(id) = done {
+                running.remove(&id);
+            }
+        }
         if line.trim().is_empty() {
             continue;
         }
-        let reply = match handle_payload(&ws, line.as_bytes()).await {
-            Reply::Json(v) | Reply::Invalid(v) => v,
-            Reply::Accepted => continue,
-        };
-        let mut text = reply.to_string();
-        text.push('\n');
-        // A closed stdout means the client went away: stop quietly.
-        if out.write_all(text.as_bytes()).await.is_err() || out.flush().await.is_err() {
-            break;
+        if let Ok(msg) = serde_json::from_str::<Value>(&line) {
+            if let Some(id) = cancelled(&msg) {
+                if let Some(wait) = running.remove(&id) {
+                    wait.abort();
+                }
+            }
+            let wait = waiting_call(&msg).map(Value::to_string);
+            if let Some(id) = wait.filter(|id| waits.len() < MAX_WAITS && !running.contains_key(id))
+            {
+                let (shared, out, key) = (shared.clone(), out.clone(), id.clone());
+                let handle = waits.spawn(async move {
+                    if let Some(text) = answer(&shared.0, &shared.1, &line).await {
+                        let _ = out.send(text).await;
+                    }
+                    key
+                });
+                running.insert(id, handle);
+                continue;
+            }
+        }
+        if let Some(text) = answer(&shared.0, &shared.1, &line).await {
+            // A closed stdout means the client went away: stop quietly.
+            if out.send(text).await.is_err() {
+                break;
+            }
         }
     }
+    waits.shutdown().await;
+    // Every answer given is written before the process ends.
+    drop(out);
+    let _ = written.await;
     Ok(())
 }

@@ -47,6 +47,17 @@ async fn python_mcp_client_over_streamable_http() {
         dir.path(),
         &["--tenant", "acme", "--workspace", "main", "--read-only"],
     );
+    let (scoped, _) = common::create_key(
+        dir.path(),
+        &[
+            "--tenant",
+            "acme",
+            "--workspace",
+            "main",
+            "--allow",
+            "watch/**",
+        ],
+    );
     let keys = format!("{KEY}=acme/main,{EVIL_KEY}=acme-evil/main");
     let server = Server::start(dir.path(), &[("WORKSPACE_API_KEYS", &keys)]).await;
     // The client finds the server through discovery: the `mcp` family's absolute URL.
@@ -63,7 +74,13 @@ async fn python_mcp_client_over_streamable_http() {
     assert!(mcp["protocolVersions"]
         .as_array()
         .is_some_and(|v| v.iter().any(|x| x == "2025-06-18")));
-    assert_eq!(mcp["tools"].as_array().map(Vec::len), Some(16), "{mcp}");
+    assert_eq!(mcp["tools"].as_array().map(Vec::len), Some(17), "{mcp}");
+    assert!(
+        mcp["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|x| x == "wait_for_changes")),
+        "{mcp}"
+    );
     let url = mcp["url"]
         .as_str()
         .expect("an absolute URL locally")
@@ -81,6 +98,8 @@ async fn python_mcp_client_over_streamable_http() {
             EVIL_KEY,
             "--read-only-key",
             &read_only,
+            "--scoped-key",
+            &scoped,
         ])
     })
     .await
@@ -223,4 +242,99 @@ fn stdio_acts_as_the_api_key_it_is_given_and_needs_one() {
     assert!(!out.status.success());
     assert!(out.stdout.is_empty());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("not-a-known-key"));
+}
+
+/// A `wait_for_changes` on stdio runs beside the other messages: a ping and a write sent
+/// after it are answered while it waits, the write ends it, `notifications/cancelled` ends
+/// another without an answer, and closing stdin ends the process at once, mid-wait.
+#[test]
+fn stdio_answers_other_calls_while_a_wait_runs() {
+    use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_workspace-local"))
+        .args(["mcp", "--tenant", "acme", "--workspace", "main"])
+        .env_clear()
+        .env("WORKSPACE_DATA_DIR", dir.path())
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<serde_json::Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str(&line).unwrap());
+        }
+    });
+    let mut send = move |v: serde_json::Value| {
+        stdin.write_all(format!("{v}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    };
+    let call = |id: u64, name: &str, args: serde_json::Value| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                           "params": {"name": name, "arguments": args}})
+    };
+    let next = || rx.recv_timeout(Duration::from_secs(10)).expect("an answer");
+    let started = Instant::now();
+    send(call(
+        1,
+        "wait_for_changes",
+        serde_json::json!({"timeout_seconds": 20}),
+    ));
+    send(call(
+        2,
+        "wait_for_changes",
+        serde_json::json!({"timeout_seconds": 20, "prefix": "never/"}),
+    ));
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}));
+    assert_eq!(next()["id"], 3, "a ping is answered while two waits run");
+    std::thread::sleep(Duration::from_millis(200));
+    send(call(
+        4,
+        "write_file",
+        serde_json::json!({"path": "w.md", "content": "x"}),
+    ));
+    let (a, b) = (next(), next());
+    let mut ids = [a["id"].as_u64().unwrap(), b["id"].as_u64().unwrap()];
+    ids.sort();
+    assert_eq!(ids, [1, 4], "{a} {b}");
+    let wait = if a["id"] == 1 { &a } else { &b };
+    let text = wait["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(" put w.md version 1 by mcp-stdio"), "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    // Cancelled: no answer ever comes for 2; the next message is answered.
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": 2}}),
+    );
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}));
+    assert_eq!(next()["id"], 5);
+    // Another wait, then stdin closes: the process ends now, not when the wait would.
+    send(call(
+        6,
+        "wait_for_changes",
+        serde_json::json!({"timeout_seconds": 20}),
+    ));
+    std::thread::sleep(Duration::from_millis(200));
+    drop(send);
+    let closed = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert!(
+        closed.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        closed.elapsed()
+    );
+    assert!(
+        rx.recv_timeout(Duration::from_millis(500)).is_err(),
+        "no answer to 2 or 6"
+    );
 }

@@ -153,6 +153,19 @@ pub async fn mcp_acts_only_on_the_credentials_workspace(h: Harness) {
             "{name}: {text}"
         );
     }
+    // wait_for_changes reads this backend's change log: the caller's workspace only, and
+    // a read-only key may wait.
+    let since = json!({"since": "2000-01-01T00:00:00Z", "timeout_seconds": 0});
+    let (text, err) = tool(&h, KEY_EVIL, "wait_for_changes", since.clone()).await;
+    assert!(
+        !err && text.starts_with("No changes") && !text.contains("private"),
+        "{text}"
+    );
+    let (text, err) = tool(&h, KEY_READ_ONLY, "wait_for_changes", since).await;
+    assert!(
+        !err && text.contains(" put private/plan.md version 1 by "),
+        "{text}"
+    );
     for (name, args) in [
         ("write_file", json!({"path": "x.md", "content": "x"})),
         ("create_directory", json!({"path": "d"})),

@@ -97,6 +97,7 @@ pub const MCP_TOOLS: &[&str] = &[
     "fork_diff",
     "merge_fork",
     "discard_fork",
+    "wait_for_changes",
 ];
 
 /// Search (`GET /v1/host/workspace/search`, the MCP `search` tool): its modes, freshness

@@ -8,6 +8,14 @@
 //! endpoint is one row of our route table (`Request<Bytes>` → `Response<Bytes>`, the same on
 //! Lambda) whose credential must reach the tools. The protocol surface needed is five
 //! methods, kept here and unit tested.
+//!
+//! No notifications are sent, on any transport. Over this stateless Streamable HTTP there
+//! is nowhere to send one between requests: no session, no `GET /mcp` stream, and on
+//! Lambda no process left once the response is out. On stdio one could be written any
+//! time, but the notification MCP has for changed data, `notifications/resources/updated`,
+//! belongs to resources and `resources/subscribe`, which this server does not serve. So
+//! waiting for changes is a tool, [`crate::tools::watch`] (`wait_for_changes`): a bounded
+//! long poll that answers the same on every transport.
 
 use crate::tools::{self, Workspace};
 use serde_json::{json, Value};
@@ -23,7 +31,7 @@ pub const INVALID_PARAMS: i64 = -32602;
 
 const INSTRUCTIONS: &str = "A persistent, versioned file workspace. Paths are relative or under /workspace. \
 Every write makes a new version; pass expected_version to write_file, edit_file or delete_file to fail \
-instead of overwriting someone else's change.";
+instead of overwriting someone else's change. wait_for_changes answers when someone else changes a file.";
 
 /// Most messages in one JSON-RPC batch; a larger batch is refused whole, before any runs.
 pub const MAX_BATCH_MESSAGES: usize = 64;
@@ -52,6 +60,8 @@ pub fn server_info() -> Value {
 
 /// Handles one payload: a message, or a batch (2025-03-26 allowed them).
 pub async fn handle_payload(ws: &Workspace<'_>, body: &[u8]) -> Reply {
+    // The waits of one payload share one deadline: a batch of waits ends when one would.
+    let deadline = tools::watch::payload_deadline();
     let parsed: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => {
@@ -94,7 +104,7 @@ pub async fn handle_payload(ws: &Workspace<'_>, body: &[u8]) -> Reply {
                     }
                     continue;
                 }
-                if let Some(r) = handle_message(ws, item).await {
+                if let Some(r) = handle_message_until(ws, item, deadline).await {
                     answered += r.to_string().len();
                     out.push(r);
                 }
@@ -105,7 +115,7 @@ pub async fn handle_payload(ws: &Workspace<'_>, body: &[u8]) -> Reply {
                 Reply::Json(Value::Array(out))
             }
         }
-        one => match handle_message(ws, one).await {
+        one => match handle_message_until(ws, one, deadline).await {
             Some(r) => Reply::Json(r),
             None => Reply::Accepted,
         },
@@ -114,6 +124,22 @@ pub async fn handle_payload(ws: &Workspace<'_>, body: &[u8]) -> Reply {
 
 /// One JSON-RPC message; `None` when nothing is to be answered (notifications, responses).
 pub async fn handle_message(ws: &Workspace<'_>, msg: Value) -> Option<Value> {
+    handle_message_until(ws, msg, tools::watch::payload_deadline()).await
+}
+
+/// The id of `msg` when it is a `tools/call` of the tool that waits (`wait_for_changes`):
+/// a transport that answers messages one after another (stdio) runs these beside the rest.
+pub fn waiting_call(msg: &Value) -> Option<&Value> {
+    let waits = msg.get("method").and_then(Value::as_str) == Some("tools/call")
+        && msg.pointer("/params/name").and_then(Value::as_str) == Some(tools::watch::NAME);
+    msg.get("id").filter(|_| waits)
+}
+
+async fn handle_message_until(
+    ws: &Workspace<'_>,
+    msg: Value,
+    deadline: tokio::time::Instant,
+) -> Option<Value> {
     let Value::Object(obj) = msg else {
         return Some(error_response(
             Value::Null,
@@ -155,7 +181,7 @@ pub async fn handle_message(ws: &Workspace<'_>, msg: Value) -> Option<Value> {
         }
     };
     let params = obj.get("params").cloned().unwrap_or_else(|| json!({}));
-    Some(match dispatch(ws, method, &params).await {
+    Some(match dispatch(ws, method, &params, deadline).await {
         Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err((code, message)) => error_response(id, code, &message),
     })
@@ -165,6 +191,7 @@ async fn dispatch(
     ws: &Workspace<'_>,
     method: &str,
     params: &Value,
+    deadline: tokio::time::Instant,
 ) -> Result<Value, (i64, String)> {
     match method {
         "initialize" => Ok(initialize(params)),
@@ -189,7 +216,9 @@ async fn dispatch(
                     ))
                 }
             };
-            Ok(tools::call(ws, name, args).await.to_result())
+            Ok(tools::call_until(ws, name, args, deadline)
+                .await
+                .to_result())
         }
         other => Err((METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     }

@@ -15,6 +15,12 @@ pub struct ChangeFilter {
 }
 
 impl WorkspaceService {
+    /// Now, on the clock change-log entries are stamped with (`Change::at`): what a reader
+    /// of the log measures "recent" against (the MCP `wait_for_changes` tool).
+    pub fn now_ms(&self) -> Millis {
+        self.clock.now_ms()
+    }
+
     /// A page of the scope's committed changes, newest first; `before` (a change key from
     /// the previous page) continues.
     pub async fn changes(

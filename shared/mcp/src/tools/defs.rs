@@ -185,6 +185,24 @@ pub fn definitions() -> Vec<Value> {
             json!({ "fork_id": { "type": "string", "description": "The fork's id" } }),
             &["fork_id"],
         ),
+        tool(
+            super::watch::NAME,
+            &format!(
+                "Wait until something in the workspace changes, then answer what changed (time, operation put/delete/erase, path, version, principal), oldest first, with a cursor. Pass that cursor as 'since' on the next call to get exactly the changes after these. Answers at once when changes are already there; otherwise waits up to timeout_seconds (default {}, at most {}) and answers 'No changes' with a cursor. Only paths this credential may read are shown.",
+                super::watch::DEFAULT_TIMEOUT_SECONDS,
+                super::watch::MAX_TIMEOUT_SECONDS
+            ),
+            json!({
+                "since": { "type": "string", "description": "The cursor the previous call answered, or an RFC 3339 time (changes at or after it). Absent: only changes from now on" },
+                "prefix": { "type": "string", "description": "Only paths starting with this (e.g. notes/ or /workspace/notes/)" },
+                "timeout_seconds": { "type": "number", "description": format!(
+                    "Longest wait in seconds, 0 to {} (default {}); 0 answers at once",
+                    super::watch::MAX_TIMEOUT_SECONDS,
+                    super::watch::DEFAULT_TIMEOUT_SECONDS
+                ) },
+            }),
+            &[],
+        ),
     ]
 }
 

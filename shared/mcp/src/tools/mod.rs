@@ -8,6 +8,7 @@ mod defs;
 mod forks;
 mod read;
 mod search;
+pub mod watch;
 mod write;
 
 pub use defs::{definitions, TOOL_NAMES};
@@ -146,6 +147,17 @@ pub fn exists(name: &str) -> bool {
 
 /// Runs tool `name` (which must [`exist`](exists)) with its arguments.
 pub async fn call(ws: &Workspace<'_>, name: &str, args: &Map<String, Value>) -> ToolOutput {
+    call_until(ws, name, args, watch::payload_deadline()).await
+}
+
+/// [`call`], where a tool that waits ([`watch::NAME`]) answers by `deadline` at the latest:
+/// the waits of one payload share one deadline, so a batch of them cannot add up.
+pub async fn call_until(
+    ws: &Workspace<'_>,
+    name: &str,
+    args: &Map<String, Value>,
+    deadline: tokio::time::Instant,
+) -> ToolOutput {
     let outcome = match name {
         "read_file" => read::read_file(ws, args).await,
         "list_directory" => read::list_directory(ws, args).await,
@@ -163,6 +175,7 @@ pub async fn call(ws: &Workspace<'_>, name: &str, args: &Map<String, Value>) -> 
         "fork_diff" => forks::fork_diff(ws, args).await,
         "merge_fork" => forks::merge_fork(ws, args).await,
         "discard_fork" => forks::discard_fork(ws, args).await,
+        watch::NAME => watch::wait_for_changes(ws, args, deadline).await,
         other => Err(fail(format!("Unknown tool: {other}"))),
     };
     outcome.unwrap_or_else(|e| e)
