@@ -1,6 +1,6 @@
-"""Runs examples/claude_memory.py, the README's memory-tool example, unchanged, with the
-official Anthropic Python SDK against a scripted stand-in for the Messages API (the model is
-the only fake) and the real workspace server: each `tool_use` of `memory` the "model" sends
+"""Runs examples/claude_memory.py, the memory-tool example of docs/memory-tool.md, unchanged,
+with the official Anthropic Python SDK against a scripted stand-in for the Messages API (the
+model is the only fake) and the real workspace server: each `tool_use` of `memory` the "model" sends
 must come back as the `tool_result` the workspace answered.
 
   claude_memory_check.py --base URL --key KEY      (run by local/tests/memory.rs)
@@ -89,7 +89,7 @@ def main():
     if FakeMessagesApi.failures:
         print("FAILED:\n" + "\n".join(FakeMessagesApi.failures), file=sys.stderr)
         sys.exit(1)
-    print("the README example forwarded every memory call and returned every answer")
+    print("the docs/memory-tool.md example forwarded every memory call and returned every answer")
 
 
 if __name__ == "__main__":

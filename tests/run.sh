@@ -69,7 +69,7 @@ if command -v rustup > /dev/null && ! rustup target list --installed | grep -qx 
 fi
 
 # The benchmark suite in its smoke mode (tiny counts, a debug build): keeps bench/run.py
-# working; the numbers in the README come from its full run.
+# working; the numbers in docs/performance.md come from its full run.
 echo "== bench smoke"
 "$venv/bin/python" bench/run.py --smoke
 

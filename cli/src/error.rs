@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-/// The families of failure, one exit code each (README "Exit codes").
+/// The families of failure, one exit code each (cli/README.md, "Exit codes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// 409, 412: someone else wrote first.

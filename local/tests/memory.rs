@@ -149,8 +149,9 @@ async fn a_model_session_of_memory_commands_gets_the_reference_answers_and_memor
     );
 }
 
-/// The README's example (`examples/claude_memory.py`) with the official Anthropic SDK: the
-/// model is scripted (`tests/claude_memory_check.py`), the workspace is this server.
+/// The example of docs/memory-tool.md (`examples/claude_memory.py`) with the official
+/// Anthropic SDK: the model is scripted (`tests/claude_memory_check.py`), the workspace is
+/// this server.
 #[tokio::test]
 async fn the_readme_example_gives_claude_this_memory_through_the_anthropic_sdk() {
     let dir = tempfile::tempdir().unwrap();
@@ -190,11 +191,11 @@ async fn the_readme_example_gives_claude_this_memory_through_the_anthropic_sdk()
 #[test]
 fn the_readme_shows_the_example_that_is_tested() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root.join("docs/memory-tool.md")).unwrap();
     let example = std::fs::read_to_string(root.join("examples/claude_memory.py")).unwrap();
     assert!(
         readme.contains(&format!("```python\n{example}```")),
-        "README's memory example differs from examples/claude_memory.py"
+        "docs/memory-tool.md's memory example differs from examples/claude_memory.py"
     );
 }
 

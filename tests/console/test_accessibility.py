@@ -56,8 +56,8 @@ class Audit:
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_every_screen_has_no_serious_accessibility_violation(ctx, server, scheme):
-    # A workspace like a team's (its screenshots go in the README): agents' memory, plans
-    # and run logs, written by two agents and a person.
+    # A workspace like a team's (its screenshots go in the README and docs/console.md): agents'
+    # memory, plans and run logs, written by two agents and a person.
     ws = f"research-team-{scheme}"
     api = server.api(ws)
     planner = server.api(ws, key=server.agents["planner"])
