@@ -1,4 +1,4 @@
-//! The workspace service through the real `workspace-local` binary: create, upload, page
+//! The session service through the real `workspace-local` binary: create, upload, page
 //! sessions with a token that survives a restart (the key is kept in the data directory),
 //! and `purge --dry-run`, which lists nothing fresh and changes nothing.
 

@@ -1,4 +1,4 @@
-//! The 'workspaces' function: the workspace service for agent sessions (workspaces,
+//! The 'workspaces' function: the session service (`SessionService`) (workspaces,
 //! artifacts, session history). S3 + DynamoDB; a delete also erases the workspace's
 //! cache partition and blobs where the stack has them.
 

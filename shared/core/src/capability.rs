@@ -1,7 +1,8 @@
 //! Error codes of the blob and cache capabilities (openwop RFC 0019). The domain names the
 //! refusal; the HTTP layer maps each code to its status.
 
-use crate::error::WorkspaceError;
+// The refusals these codes make (`CapabilityCode::error`) are built in `error.rs`, so this
+// module depends on nothing.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CapabilityCode {
@@ -35,22 +36,6 @@ impl CapabilityCode {
             Self::CacheTtlExceedsMax => "cache_ttl_exceeds_max",
             Self::EventsExpired => "events_expired",
             Self::VersionErased => "gone",
-        }
-    }
-
-    pub fn error(self, message: impl Into<String>) -> WorkspaceError {
-        WorkspaceError::Capability {
-            code: self,
-            message: message.into(),
-            limit: None,
-        }
-    }
-
-    pub fn over_limit(self, message: impl Into<String>, limit: u64) -> WorkspaceError {
-        WorkspaceError::Capability {
-            code: self,
-            message: message.into(),
-            limit: Some(limit),
         }
     }
 }

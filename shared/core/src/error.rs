@@ -1,6 +1,8 @@
 //! The one error type of the domain. The HTTP layer maps each kind to a status and an
 //! envelope code; the domain itself never speaks HTTP.
 
+use crate::capability::CapabilityCode;
+
 /// What went wrong, in terms a client can act on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkspaceError {
@@ -32,7 +34,7 @@ pub enum WorkspaceError {
     /// A blob or cache refusal with its own envelope code (openwop RFC 0019).
     #[error("{message}")]
     Capability {
-        code: crate::capability::CapabilityCode,
+        code: CapabilityCode,
         message: String,
         /// The limit that was exceeded, for `details.limit`.
         limit: Option<u64>,
@@ -40,6 +42,26 @@ pub enum WorkspaceError {
     /// A backend failed. The message is for logs; clients get a generic text.
     #[error("{0}")]
     Internal(String),
+}
+
+impl CapabilityCode {
+    /// The refusal with this code.
+    pub fn error(self, message: impl Into<String>) -> WorkspaceError {
+        WorkspaceError::Capability {
+            code: self,
+            message: message.into(),
+            limit: None,
+        }
+    }
+
+    /// The refusal with this code, naming the limit that was exceeded.
+    pub fn over_limit(self, message: impl Into<String>, limit: u64) -> WorkspaceError {
+        WorkspaceError::Capability {
+            code: self,
+            message: message.into(),
+            limit: Some(limit),
+        }
+    }
 }
 
 impl WorkspaceError {

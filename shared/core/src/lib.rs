@@ -1,5 +1,6 @@
-//! The workspace domain. Read `service.rs` for the rules (preconditions, lineage,
-//! quotas, retention, idempotency) and `ports.rs` for what adapters provide.
+//! The workspace domain. Read `service/` for the rules (`write.rs`: preconditions, lineage,
+//! quotas, retention, idempotency; one file per operation beside it) and `ports.rs` for what
+//! adapters provide.
 
 pub mod blob;
 pub mod cache;
@@ -15,6 +16,7 @@ pub mod model;
 pub mod path;
 pub mod path_scope;
 pub mod ports;
+pub mod presign;
 pub mod redact;
 pub mod scope;
 pub mod search;

@@ -208,6 +208,28 @@ pub struct VersionRecord {
     pub merge: Option<MergeOrigin>,
 }
 
+impl VersionRecord {
+    /// The version item a commit writes beside its new `head`: the same facts (a fresh
+    /// version is never erased), and the merge that wrote it, if one did.
+    pub fn of_head(head: &Head, merge: Option<MergeOrigin>) -> Self {
+        Self {
+            seq: head.seq,
+            lineage: head.lineage.clone(),
+            version: head.version,
+            etag: head.etag.clone(),
+            size: head.size,
+            sha256: head.sha256.clone(),
+            content_type: head.content_type.clone(),
+            body: head.body.clone(),
+            updated_at: head.updated_at,
+            principal: head.principal.clone(),
+            deleted: head.deleted,
+            erased: None,
+            merge,
+        }
+    }
+}
+
 /// The merge that wrote a version, and the fork it came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,19 +1,18 @@
 //! The host.workspace file endpoints: list, get, put, delete.
 
 use crate::envelope::{empty_response, json_response, HttpResponse};
+use crate::file_answer::{file_response, meta_json, with_etag};
 use crate::request::{list_header, single_header, Query};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use bytes::Bytes;
 use http::request::Parts;
-use http::{header, HeaderValue, StatusCode};
+use http::{header, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use workspace_core::model::format_time;
 use workspace_core::service::{FileRead, UploadCommit};
 use workspace_core::{
-    FileMeta, FilePath, Identity, PathPrefix, PutRequest, Result, StoredFile, WorkspaceError,
-    WorkspaceService,
+    FilePath, Identity, PathPrefix, PutRequest, Result, WorkspaceError, WorkspaceService,
 };
 
 /// The PUT body: `content` (UTF-8 text) or `contentBase64` (any bytes), not both; or
@@ -65,26 +64,6 @@ fn listing_binding(who: &Identity, prefix: &PathPrefix, snapshot: Option<&str>) 
     )
 }
 
-pub(crate) fn meta_json(m: &FileMeta) -> Value {
-    let mut v = json!({
-        "path": m.path,
-        "contentType": m.content_type,
-        "version": m.version,
-        "etag": m.etag,
-        "size": m.size,
-        "updatedAt": format_time(m.updated_at),
-    });
-    if !m.sha256.is_empty() {
-        v["sha256"] = Value::String(m.sha256.clone());
-    }
-    if !m.principal.is_empty() {
-        v["principal"] = Value::String(m.principal.clone());
-    }
-    v
-}
-
-/// A file with its content: `content` when the bytes are UTF-8 text, `contentBase64`
-/// (standard base64) otherwise, never both.
 /// The `If-Match` and `Idempotency-Key` of a write (PUT, restore), each at most once.
 pub(crate) fn write_headers(parts: &Parts) -> Result<(Option<String>, Option<String>)> {
     let if_match = list_header(parts, &header::IF_MATCH)?;
@@ -92,23 +71,6 @@ pub(crate) fn write_headers(parts: &Parts) -> Result<(Option<String>, Option<Str
         single_header(parts, &header::HeaderName::from_static("idempotency-key"))?
             .map(str::to_owned);
     Ok((if_match, idempotency_key))
-}
-
-pub(crate) fn file_response(file: &StoredFile) -> Result<HttpResponse> {
-    let mut body = meta_json(&file.meta);
-    match std::str::from_utf8(&file.content) {
-        Ok(text) => body["content"] = Value::String(text.to_owned()),
-        Err(_) => body["contentBase64"] = Value::String(STANDARD.encode(&file.content)),
-    }
-    with_etag(json_response(StatusCode::OK, &body), &file.meta.etag)
-}
-
-/// The response with its `ETag` header.
-pub(crate) fn with_etag(mut resp: HttpResponse, etag: &str) -> Result<HttpResponse> {
-    let etag = HeaderValue::from_str(etag)
-        .map_err(|_| WorkspaceError::internal("etag is not a header value"))?;
-    resp.headers_mut().insert(header::ETAG, etag);
-    Ok(resp)
 }
 
 pub async fn list(

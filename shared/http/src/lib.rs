@@ -14,6 +14,7 @@ pub mod changes;
 pub mod discovery;
 pub mod envelope;
 pub mod events;
+mod file_answer;
 pub mod files;
 pub mod forks;
 pub mod handler;
@@ -85,7 +86,7 @@ pub struct App {
     pub blobs: Option<Arc<BlobService>>,
     /// RFC 0019 TTL cache, where this process serves it.
     pub cache: Option<Arc<CacheService>>,
-    /// The workspace service for agent sessions (`/workspaces`), where this process serves it.
+    /// The session service (`SessionService`) (`/workspaces`), where this process serves it.
     pub sessions: Option<Arc<SessionService>>,
     /// The outbox of `workspace.updated`, where this process keeps one (the local server).
     pub events: Option<Arc<dyn EventLog>>,

@@ -61,7 +61,7 @@ pub enum Route {
     /// `workspace.updated` of the caller's workspace as server-sent events (the local
     /// server; on AWS, EventBridge).
     WorkspaceEvents,
-    // The workspace service for agent sessions (`sessions/`).
+    // The session service (`SessionService`) (`sessions/`).
     CreateWorkspace,
     ListWorkspaces,
     GetWorkspace,

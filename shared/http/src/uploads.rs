@@ -7,7 +7,7 @@
 
 use crate::blob::{content_type, presigned_json};
 use crate::envelope::{json_response, HttpResponse};
-use crate::files::{meta_json, with_etag};
+use crate::file_answer::{meta_json, with_etag};
 use crate::request::query_pairs;
 use bytes::Bytes;
 use http::request::Parts;

@@ -2,7 +2,7 @@
 //! `GET /v1/host/workspace/diff/{path}?from=N&to=M`.
 
 use crate::envelope::{json_response, HttpResponse};
-use crate::files::{file_response, meta_json, with_etag};
+use crate::file_answer::{file_response, meta_json, with_etag};
 use crate::request::Query;
 use bytes::Bytes;
 use http::request::Parts;

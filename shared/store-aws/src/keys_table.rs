@@ -6,6 +6,7 @@
 
 use crate::aws_err;
 use crate::items::{get_s, s};
+use crate::paging::read_pages;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
@@ -76,27 +77,13 @@ impl KeyStore for DynamoKeys {
     }
 
     async fn list_keys(&self) -> Result<Vec<ManagedKey>> {
-        let mut keys = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("kind = :k")
-                .expression_attribute_values(":k", s("apikey"))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(aws_err)?;
-            for item in out.items() {
-                keys.push(record(item)?);
-            }
-            match out.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => break,
-            }
-        }
+        let scan = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression("kind = :k")
+            .expression_attribute_values(":k", s("apikey"));
+        let mut keys = read_pages(scan, None, None, |item| record(item).map(Some)).await?;
         keys.sort_by_key(|k| k.created_at);
         Ok(keys)
     }

@@ -13,6 +13,8 @@
 pub mod blobs;
 #[cfg(feature = "dynamodb")]
 pub mod cache;
+/// Counting AWS calls in tests (an SDK interceptor): never in a function's binary.
+#[cfg(feature = "testing")]
 pub mod calls;
 pub mod clients;
 #[cfg(feature = "dynamodb")]
@@ -26,6 +28,8 @@ pub mod items;
 pub mod keys;
 #[cfg(feature = "dynamodb")]
 pub mod keys_table;
+#[cfg(feature = "dynamodb")]
+mod paging;
 #[cfg(all(feature = "s3", feature = "dynamodb", feature = "eventbridge"))]
 pub mod provision;
 #[cfg(all(feature = "eventbridge", feature = "s3"))]

@@ -1,4 +1,4 @@
-//! The workspace service's store in the same redb file. Each operation is one write
+//! The session service's store in the same redb file. Each operation is one write
 //! transaction (redb has one writer at a time), so a local create and its path claim, an
 //! artifact and its session, or an erase apply whole or not at all.
 //!

@@ -1,4 +1,4 @@
-//! The workspace service's store in memory. One mutex over everything, so each operation
+//! The session service's store in memory. One mutex over everything, so each operation
 //! (a local create with its path claim, an artifact with its session, an erase) is atomic.
 
 use super::{poisoned, MemoryBodies, MemoryMeta};

@@ -117,7 +117,7 @@ pub fn fork_ttl_ms_from_env(get: &impl Fn(&str) -> Option<String>) -> Result<(i6
     Ok((ms(default), ms(max)))
 }
 
-/// The workspace service's limits: `WORKSPACE_MAX_ARTIFACT_BYTES` (default 1 MiB) and
+/// The session service's limits: `WORKSPACE_MAX_ARTIFACT_BYTES` (default 1 MiB) and
 /// `WORKSPACE_PURGE_AFTER_DAYS` (default 90).
 pub fn session_limits_from_env(
     get: &impl Fn(&str) -> Option<String>,

@@ -56,7 +56,7 @@ pub fn blobs(s: &Settings, store: Arc<dyn BlobStore>) -> BlobService {
     BlobService::new(store, Arc::new(SystemClock), s.blob_limits.clone())
 }
 
-/// The workspace service for agent sessions; `erasers` hold everything a deleted or
+/// The session service (`SessionService`); `erasers` hold everything a deleted or
 /// purged workspace leaves behind, by its key prefix.
 pub fn sessions(
     s: &Settings,

@@ -1,4 +1,4 @@
-//! Contract cases for the workspace service for agent sessions (`/workspaces`), run on
+//! Contract cases for the session service (`SessionService`) (`/workspaces`), run on
 //! every backend through the real router. An adapter's test file calls
 //! [`sessions_contract_tests!`](crate::sessions_contract_tests) with a function that
 //! builds a [`SessionBackend`].

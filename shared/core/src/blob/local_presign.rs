@@ -63,7 +63,6 @@ impl LocalPresign {
         now: Millis,
         limits: &BlobLimits,
     ) -> PresignedUrl {
-        let expires = expiry_second(now, spec.expires_in_seconds);
         let max = limits.max_object_bytes.to_string();
         let len = spec.content_length.map(|n| n.to_string());
         let mut params: Vec<(&str, &str)> = Vec::new();
@@ -86,10 +85,24 @@ impl LocalPresign {
                 }
             }
         }
-        let path = path_of(loc);
+        self.signed_url(spec, now, &path_of(loc), &params, headers)
+    }
+
+    /// `spec.method path` signed with `params` until `now` plus `spec`'s lifetime (to the
+    /// whole second), at this process's base URL: every locally signed URL (blobs here,
+    /// upload and download URLs in `service::local_urls`) is made by this.
+    pub fn signed_url(
+        &self,
+        spec: &PresignSpec,
+        now: Millis,
+        path: &str,
+        params: &[(&str, &str)],
+        headers: Vec<(String, String)>,
+    ) -> PresignedUrl {
+        let expires = expiry_second(now, spec.expires_in_seconds);
         let query = self
             .signer
-            .sign(spec.method.as_str(), &path, expires, &params);
+            .sign(spec.method.as_str(), path, expires, params);
         PresignedUrl {
             url: format!("{}{path}?{query}", self.base_url),
             method: spec.method,

@@ -11,7 +11,7 @@ use super::uploads::{bytes_key, is_upload_id, unknown_upload};
 use super::*;
 use crate::blob::{LocalPresign, PresignMethod, PresignSpec, PresignedUrl};
 use crate::ports::{BodyPieces, OnePiece};
-use crate::signed_url::{expiry_second, SignedUrlError};
+use crate::signed_url::SignedUrlError;
 use std::collections::BTreeMap;
 
 /// Path prefix of every locally signed upload URL.
@@ -46,17 +46,9 @@ impl WorkspaceService {
         params: &[(&str, &str)],
         headers: Vec<(String, String)>,
     ) -> Result<PresignedUrl> {
-        let local = self.local_signer()?;
-        let expires = expiry_second(spec.now, spec.expires_in_seconds);
-        let query = local
-            .signer
-            .sign(spec.method.as_str(), path, expires, params);
-        Ok(PresignedUrl {
-            url: format!("{}{path}?{query}", local.base_url),
-            method: spec.method,
-            expires_at: expires.saturating_mul(1000),
-            headers,
-        })
+        Ok(self
+            .local_signer()?
+            .signed_url(spec, spec.now, path, params, headers))
     }
 
     /// The signed parameters of a request to a local URL, or 403 naming `what` expired or

@@ -393,9 +393,12 @@ impl WorkspaceService {
         sweep::body_key(scope, path)
     }
 
-    /// Oldest seq kept when `seq` is the newest: the last `max_versions` items survive.
+    /// Oldest seq kept when `seq` is the newest (`pins::Window::oldest_kept`).
     fn retain_from(&self, seq: u64) -> u64 {
-        (seq + 1).saturating_sub(self.limits.max_versions).max(1)
+        pins::Window {
+            max_versions: self.limits.max_versions,
+        }
+        .oldest_kept(seq)
     }
 
     /// The pins a commit that writes item `seq` carries forward, and the seqs it releases.

@@ -13,8 +13,14 @@ pub(super) struct Window {
 }
 
 impl Window {
+    /// The retention rule, the one place it is written: the oldest seq kept when `newest`
+    /// is the newest is such that the last `max_versions` items survive.
+    pub(super) fn oldest_kept(&self, newest: u64) -> u64 {
+        (newest + 1).saturating_sub(self.max_versions).max(1)
+    }
+
     fn retain_from(&self, head: &Head) -> u64 {
-        (head.seq + 1).saturating_sub(self.max_versions).max(1)
+        self.oldest_kept(head.seq)
     }
 
     /// Whether version item `seq` can still exist under `head`.

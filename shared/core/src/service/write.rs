@@ -64,41 +64,28 @@ impl WorkspaceService {
             sha256: new.sha.to_owned(),
             principal: who.principal.clone(),
         };
+        let new_head = Head {
+            path: path.to_string(),
+            lineage,
+            version,
+            seq,
+            etag,
+            size: new.size,
+            content_type: new.content_type.to_owned(),
+            updated_at: now,
+            deleted: false,
+            body: Some(new.body.clone()),
+            sha256: new.sha.to_owned(),
+            pins,
+            pin_rev,
+            principal: who.principal.clone(),
+        };
         let commit = Commit {
             scope: who.scope.clone(),
             path: path.clone(),
             expect: Expect::of(head),
-            head: Head {
-                path: path.to_string(),
-                lineage: lineage.clone(),
-                version,
-                seq,
-                etag: etag.clone(),
-                size: new.size,
-                content_type: new.content_type.to_owned(),
-                updated_at: now,
-                deleted: false,
-                body: Some(new.body.clone()),
-                sha256: new.sha.to_owned(),
-                pins,
-                pin_rev,
-                principal: who.principal.clone(),
-            },
-            version: VersionRecord {
-                seq,
-                lineage,
-                version,
-                etag,
-                size: new.size,
-                sha256: new.sha.to_owned(),
-                content_type: new.content_type.to_owned(),
-                body: Some(new.body.clone()),
-                updated_at: now,
-                principal: who.principal.clone(),
-                deleted: false,
-                erased: None,
-                merge: new.merge,
-            },
+            version: VersionRecord::of_head(&new_head, new.merge),
+            head: new_head,
             live_delta: if live_head.is_some() { 0 } else { 1 },
             max_files: self.limits.max_files,
             idempotency: None,
@@ -124,38 +111,25 @@ impl WorkspaceService {
         let version = h.version + 1;
         let (pins, released) = self.carry_pins(Some(h), seq, now);
         let etag = make_etag(&h.lineage, version, "deleted");
+        let tombstone = Head {
+            version,
+            seq,
+            etag,
+            size: 0,
+            updated_at: now,
+            deleted: true,
+            body: None,
+            sha256: String::new(),
+            pins,
+            principal: who.principal.clone(),
+            ..h.clone()
+        };
         Commit {
             scope: who.scope.clone(),
             path: path.clone(),
             expect: Expect::of(Some(h)),
-            head: Head {
-                version,
-                seq,
-                etag: etag.clone(),
-                size: 0,
-                updated_at: now,
-                deleted: true,
-                body: None,
-                sha256: String::new(),
-                pins,
-                principal: who.principal.clone(),
-                ..h.clone()
-            },
-            version: VersionRecord {
-                seq,
-                lineage: h.lineage.clone(),
-                version,
-                etag,
-                size: 0,
-                sha256: String::new(),
-                content_type: h.content_type.clone(),
-                body: None,
-                updated_at: now,
-                principal: who.principal.clone(),
-                deleted: true,
-                erased: None,
-                merge: merge.cloned(),
-            },
+            version: VersionRecord::of_head(&tombstone, merge.cloned()),
+            head: tombstone,
             live_delta: -1,
             max_files: self.limits.max_files,
             idempotency: None,
@@ -166,6 +140,17 @@ impl WorkspaceService {
             secrets_epoch: None,
         }
     }
+}
+
+/// A put's body, already stored, and what its commit records of it.
+struct UploadedBody<'a> {
+    body: &'a BodyRef,
+    content_type: &'a str,
+    sha: &'a str,
+    /// The request's fingerprint, recorded with its `Idempotency-Key`.
+    fingerprint: &'a str,
+    /// The secrets in force when the content was redacted (`None`: nothing to redact).
+    secrets: Option<SecretsEpoch>,
 }
 
 impl WorkspaceService {
@@ -316,19 +301,15 @@ impl WorkspaceService {
                 return Err(e);
             }
         };
+        let uploaded = UploadedBody {
+            body: &body,
+            content_type: &content_type,
+            sha,
+            fingerprint,
+            secrets,
+        };
         let outcome = self
-            .commit_put(
-                who,
-                &path,
-                &req,
-                &body,
-                &content_type,
-                sha,
-                fingerprint,
-                now,
-                head,
-                secrets,
-            )
+            .commit_put(who, &path, &req, &uploaded, now, head)
             .await;
         match outcome {
             Ok(PutOutcome::Stored(meta)) => Ok(Stored::File(StoredFile {
@@ -350,20 +331,22 @@ impl WorkspaceService {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn commit_put(
         &self,
         who: &Identity,
         path: &FilePath,
         req: &PutRequest,
-        body: &BodyRef,
-        content_type: &str,
-        sha: &str,
-        fingerprint: &str,
+        uploaded: &UploadedBody<'_>,
         now: Millis,
         first_head: Option<Head>,
-        secrets: Option<SecretsEpoch>,
     ) -> Result<PutOutcome> {
+        let UploadedBody {
+            body,
+            content_type,
+            sha,
+            fingerprint,
+            secrets,
+        } = uploaded;
         let mut prefetched = Some(first_head);
         for _ in 0..MAX_COMMIT_ATTEMPTS {
             let head = match prefetched.take() {
@@ -400,7 +383,7 @@ impl WorkspaceService {
             );
             commit.idempotency = req.idempotency_key.as_ref().map(|key| IdempotencyRecord {
                 key: key.clone(),
-                fingerprint: fingerprint.to_owned(),
+                fingerprint: (*fingerprint).to_owned(),
                 result: meta.clone(),
                 created_at: now,
             });

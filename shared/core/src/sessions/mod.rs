@@ -1,4 +1,4 @@
-//! The workspace service for agent sessions: workspace lifecycle (idempotent local
+//! The session service (`SessionService`): workspace lifecycle (idempotent local
 //! create, list, get, cascade delete, inactivity purge), artifact uploads and the session
 //! list. Tenant and user always come from the caller ([`Caller`]); every artifact text is
 //! redacted (WSR-1) through [`WorkspaceService::redact_for`] before it is stored.

@@ -1,4 +1,4 @@
-//! What the workspace service records: workspaces (owned by one user of one tenant),
+//! What the session service records: workspaces (owned by one user of one tenant),
 //! artifacts uploaded by agent sessions, and per-session summaries.
 
 use crate::error::{Result, WorkspaceError};

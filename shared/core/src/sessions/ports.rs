@@ -1,4 +1,4 @@
-//! What the workspace service needs from storage. Adapters (memory, redb, DynamoDB) keep
+//! What the session service needs from storage. Adapters (memory, redb, DynamoDB) keep
 //! workspaces per (tenant, user), and artifacts and sessions under the workspace's own
 //! scope prefix, beside its files, so erasing a scope erases all of them.
 

@@ -1,4 +1,4 @@
-//! The workspace service for agent sessions over HTTP: `/workspaces` and below. Tenant and
+//! The session service (`SessionService`) over HTTP: `/workspaces` and below. Tenant and
 //! user come from the credential ([`Authenticator::caller`]); a request that names another
 //! tenant or user (body `tenantId`/`userId`, `X-Tenant-Id`, query) is 403, and another
 //! user's or tenant's workspace is simply not found (404).
@@ -41,7 +41,7 @@ pub(crate) fn json_body<T: serde::de::DeserializeOwned>(body: &Bytes, shape: &st
         .map_err(|e| WorkspaceError::validation(format!("body must be {shape}: {e}")))
 }
 
-/// `workspaces`: the workspace service for agent sessions.
+/// `workspaces`: the session service (`SessionService`).
 pub const ROUTES: Routes = &[
     (Route::CreateWorkspace, serve),
     (Route::ListWorkspaces, serve),

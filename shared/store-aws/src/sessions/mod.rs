@@ -1,4 +1,4 @@
-//! The workspace service's store in the same DynamoDB table.
+//! The session service's store in the same DynamoDB table.
 //!
 //! Items (records as JSON in `data`, so the adapter and the model cannot drift apart):
 //! - workspace:  pk `<tenant>##ws`, sk `u#<sha256(user)>#w#<id>`, `lastActiveAt` beside it
@@ -20,6 +20,7 @@ use crate::aws_err;
 use crate::dynamo::{get_consistent, query_prefix};
 use crate::items::{get_n, get_s, n, s, Item};
 use crate::keys::partition;
+use crate::paging::read_pages;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -218,62 +219,35 @@ impl SessionStore for DynamoSessions {
     ) -> Result<Vec<WorkspaceRecord>> {
         let pk = ws_partition(tenant.as_str());
         let prefix = format!("{}w#", user_sk(user));
-        let mut start = after.map(|a| {
+        let start = after.map(|a| {
             Item::from([
                 ("pk".to_owned(), s(&pk)),
                 ("sk".to_owned(), s(record_sk(user, a))),
             ])
         });
-        let mut out = Vec::new();
-        loop {
-            let res = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
-                .expression_attribute_values(":pk", s(&pk))
-                .expression_attribute_values(":p", s(&prefix))
-                .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(aws_err)?;
-            for item in res.items() {
-                out.push(workspace_from(item)?);
-            }
-            match res.last_evaluated_key {
-                Some(k) if out.len() < limit => start = Some(k),
-                _ => break,
-            }
-        }
-        Ok(out)
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
+            .expression_attribute_values(":pk", s(&pk))
+            .expression_attribute_values(":p", s(&prefix));
+        read_pages(query, start, Some(limit), |item| {
+            workspace_from(item).map(Some)
+        })
+        .await
     }
 
     async fn all_workspaces(&self) -> Result<Vec<WorkspaceRecord>> {
-        let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let res = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .filter_expression("kind = :k")
-                .expression_attribute_values(":k", s("workspace"))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(aws_err)?;
-            for item in res.items() {
-                out.push(workspace_from(item)?);
-            }
-            match res.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => break,
-            }
-        }
-        Ok(out)
+        let scan = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .filter_expression("kind = :k")
+            .expression_attribute_values(":k", s("workspace"));
+        read_pages(scan, None, None, |item| workspace_from(item).map(Some)).await
     }
 
     async fn touch_workspace(&self, rec: &WorkspaceRecord, at: Millis) -> Result<()> {
