@@ -7,9 +7,13 @@ It measures the local server over HTTP (PUT, GET, a page of 100, with 1 and 16 c
 listing scale (a page of 100 from 10,000 files against one from 100), and the MCP tools
 over stdio and HTTP against the official MCP filesystem server (pinned in bench/peer,
 installed there by this script) on the same machine, and the web console's first load in
-Chromium (bench/console.py), then prints a Markdown table. AWS
-calls per operation are not timed here: `shared/store-aws/tests/call_budget.rs` asserts
-them on the emulator in every test run. Loopback only; every loop is bounded.
+Chromium (bench/console.py), then prints a Markdown table. Forks:
+creation time against workspace size (10 / 100 / 1,000 files) and merge time against
+the number of changed files (1 / 10 / 100, into the 1,000-file workspace). AWS calls per
+operation are not timed here: `shared/store-aws/tests/call_budget.rs` and
+`fork_calls.rs` assert them on the emulator in every test run; with an emulator
+configured (WORKSPACE_TEST_MOTO_URL) the full run adds the fork and merge call counts
+against workspace size as rows. Loopback only; every loop is bounded.
 """
 
 import argparse
@@ -26,8 +30,9 @@ KEYS = {
     "main": "bench-key-main-0123456789",
     "big": "bench-key-big-0123456789",
     "small": "bench-key-small-0123456789",
-    "forks-small": "bench-key-forks-small-0123456789",
-    "forks-big": "bench-key-forks-big-0123456789",
+    "forks-0": "bench-key-forks-0-0123456789",
+    "forks-1": "bench-key-forks-1-0123456789",
+    "forks-2": "bench-key-forks-2-0123456789",
 }
 
 
@@ -105,27 +110,58 @@ def call(base, key, method, path, body=None, workspace=None, accept=None):
 
 
 def fork_costs(bin_dir, base, sizes, changed, rounds):
-    """Median ms of forking a workspace of each size (the small one, then the big one), and
-    of merging `changed` files back."""
-    out = {}
-    for size, key in zip(sizes, [KEYS["forks-small"], KEYS["forks-big"]]):
-        prefix = "bench/"
+    """Fork creation and merge cost against workspace size, in ms (median and worst of
+    `rounds`): forking a workspace of each of `sizes` files (one workspace per size), and
+    merging `c` changed files (each a new version of an inherited file) back into the
+    largest, for each `c` in `changed`. Every merge discards its fork."""
+    prefix = "bench/"
+    created, merged = {}, {}
+
+    def p50_max(ms):
+        ms = sorted(ms)
+        return ms[len(ms) // 2], ms[-1]
+    for n, size in enumerate(sizes):
+        key = KEYS[f"forks-{n}"]
         load(bin_dir, base, key, "put", 16, size, paths=size, prefix=prefix)
-        fork_ms, merge_ms = [], []
+        ms = []
         for _ in range(rounds):
             t = time.perf_counter()
             fork = call(base, key, "POST", "/v1/host/workspace/forks", {})["workspaceId"]
-            fork_ms.append((time.perf_counter() - t) * 1000)
-            for i in range(changed):
-                call(base, key, "PUT", f"/v1/host/workspace/files/{prefix}changed-{i}.md",
-                     {"content": f"fork {fork} {i}"}, workspace=fork)
+            ms.append((time.perf_counter() - t) * 1000)
+            call(base, key, "DELETE", f"/v1/host/workspace/forks/{fork}")
+        created[size] = p50_max(ms)
+    key = KEYS[f"forks-{len(sizes) - 1}"]
+    names = [f["path"] for f in call(base, key, "GET", "/v1/host/workspace/files?limit=1000")["files"]]
+    for c in changed:
+        ms = []
+        for r in range(rounds):
+            fork = call(base, key, "POST", "/v1/host/workspace/forks", {})["workspaceId"]
+            for path in names[:c]:
+                call(base, key, "PUT", f"/v1/host/workspace/files/{path}",
+                     {"content": f"fork {fork} round {r}"}, workspace=fork)
             t = time.perf_counter()
-            call(base, key, "POST", f"/v1/host/workspace/forks/{fork}/merge", {"discardFork": True})
-            merge_ms.append((time.perf_counter() - t) * 1000)
-        fork_ms.sort()
-        merge_ms.sort()
-        out[size] = (fork_ms[len(fork_ms) // 2], merge_ms[len(merge_ms) // 2])
-    return out
+            out = call(base, key, "POST", f"/v1/host/workspace/forks/{fork}/merge", {"discardFork": True})
+            ms.append((time.perf_counter() - t) * 1000)
+            if len(out["applied"]) != c:
+                raise SystemExit(f"merge applied {len(out['applied'])} of {c} changes")
+        merged[c] = p50_max(ms)
+    return created, merged
+
+
+def fork_aws_calls():
+    """AWS calls of forking a workspace of 10 / 100 / 1,000 files and of merging 1 and 10
+    changed files back into the 1,000-file one, counted on the moto emulator by
+    `shared/store-aws/tests/fork_calls.rs` (bench_fork_and_merge_calls_by_workspace_size);
+    None without an emulator (WORKSPACE_TEST_MOTO_URL)."""
+    if not os.environ.get("WORKSPACE_TEST_MOTO_URL"):
+        return None
+    out = subprocess.run(["cargo", "test", "--locked", "-p", "workspace-store-aws", "--test", "fork_calls", "--",
+                          "--ignored", "--nocapture", "bench_fork_and_merge_calls_by_workspace_size"],
+                         check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    for line in out.splitlines():
+        if line.startswith("BENCH "):
+            return json.loads(line[len("BENCH "):])
+    raise SystemExit("fork_calls printed no BENCH line")
 
 
 WORDS = ("agent memory workspace deploy release rollback runbook summary plan tool index search "
@@ -237,6 +273,10 @@ def search_costs(bin_dir, smoke):
     return out
 
 
+def rounds_note(a):
+    return "2 rounds" if a.smoke else "7 rounds"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--smoke", action="store_true", help="tiny counts and a debug build")
@@ -259,9 +299,9 @@ def main():
             pages = 20 if a.smoke else 500
             big = load(bin_dir, base, KEYS["big"], "list", 1, pages, prefix="bench/")
             small = load(bin_dir, base, KEYS["small"], "list", 1, pages, prefix="bench/")
-            fork_sizes = [20, 200] if a.smoke else [100, 800]
-            fork_changed = 5 if a.smoke else 10
-            forks = fork_costs(bin_dir, base, fork_sizes, fork_changed, 3 if a.smoke else 7)
+            fork_sizes = [5, 20] if a.smoke else [10, 100, 1000]
+            fork_changed = [1, 5] if a.smoke else [1, 10, 100]
+            forks = fork_costs(bin_dir, base, fork_sizes, fork_changed, 2 if a.smoke else 7)
             mcp = json.loads(subprocess.run(
                 [sys.executable, os.path.join(ROOT, "bench", "mcp_peer.py"),
                  "--ours-bin", os.path.join(bin_dir, "workspace-local"), "--data-dir", data + "-mcp",
@@ -275,6 +315,7 @@ def main():
         finally:
             s.stop()
     search = search_costs(bin_dir, a.smoke)
+    aws_forks = None if a.smoke else fork_aws_calls()
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} "
           f"{platform.release()}; build: {'debug (smoke)' if a.smoke else 'local profile'}; {n} requests per HTTP row\n")
@@ -285,10 +326,23 @@ def main():
         print(f"| {what}, {clients} client{'s' if clients > 1 else ''} | {r['p50Ms']:.2f} | {r['p99Ms']:.2f} | {r['perSecond']:,.0f} | |")
     print(f"| page of 100 from {big_files:,} files / from 100 | {big['p50Ms']:.2f} / {small['p50Ms']:.2f} | "
           f"{big['p99Ms']:.2f} / {small['p99Ms']:.2f} | | {big['p50Ms'] / small['p50Ms']:.2f}× (p50) |")
-    (small_n, big_n) = fork_sizes
-    for what, i in [("fork", 0), (f"merge of {fork_changed} changed files", 1)]:
-        sm, bg = forks[small_n][i], forks[big_n][i]
-        print(f"| {what}: workspace of {small_n:,} / {big_n:,} files | {sm:.2f} / {bg:.2f} | | | {bg / sm:.2f}× |")
+    created, merged = forks
+    first = created[fork_sizes[0]][0]
+    for size in fork_sizes:
+        p50, worst = created[size]
+        print(f"| fork a workspace of {size:,} files (POST /forks; worst of {rounds_note(a)} in the p99 column) | "
+              f"{p50:.2f} | {worst:.2f} | | {p50 / first:.2f}× the {fork_sizes[0]:,}-file fork |")
+    one = merged[fork_changed[0]][0]
+    for c in fork_changed:
+        p50, worst = merged[c]
+        print(f"| merge {c:,} changed file{'s' if c > 1 else ''} back into a workspace of {fork_sizes[-1]:,} files "
+              f"(and discard the fork) | {p50:.2f} | {worst:.2f} | | {p50 / one:.2f}× the {fork_changed[0]}-file merge |")
+    if aws_forks:
+        for size, calls in aws_forks["created"].items():
+            print(f"| AWS calls: fork a workspace of {int(size):,} files (moto) | | | | {calls:,} calls, no S3 |")
+        for c, calls in aws_forks["merged"].items():
+            print(f"| AWS calls: merge {c} changed file{'s' if int(c) > 1 else ''} into a workspace of "
+                  f"{aws_forks['mergeWorkspace']:,} files (moto) | | | | {calls:,} calls |")
     for op in ["write", "read"]:
         p = mcp["peer_stdio"][op]
         for mode in ["stdio", "http"]:

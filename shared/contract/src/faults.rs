@@ -255,6 +255,9 @@ impl MetaStore for FaultyMeta {
             .step(self.0.list_snapshots(s, id_prefix, before, limit))
             .await
     }
+    async fn erase_scope_items(&self, s: &Scope) -> Result<u64> {
+        self.1.step(self.0.erase_scope_items(s)).await
+    }
 }
 
 #[async_trait]

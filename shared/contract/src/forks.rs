@@ -1347,3 +1347,220 @@ async fn listing(h: &Harness) -> BTreeMap<String, u64> {
         })
         .collect()
 }
+
+/// What a fork holds of its own in the raw stores (not through the service): its heads,
+/// version items, change log, records, snapshots and the bodies its versions name, and its
+/// base snapshot in the parent.
+struct OwnData {
+    scope: workspace_core::Scope,
+    base: String,
+    versions: Vec<(String, u64)>,
+    bodies: Vec<workspace_core::model::BodyRef>,
+}
+
+impl Harness {
+    async fn own_data(&self, fork: &str, base: &str) -> OwnData {
+        let scope = crate::harness::scope("acme", fork);
+        let heads = self
+            .meta
+            .list_heads(&scope, &Default::default(), None, 1000)
+            .await
+            .expect("heads");
+        let (mut versions, mut bodies) = (Vec::new(), Vec::new());
+        for h in &heads {
+            let path = workspace_core::FilePath::parse(&h.path).expect("path");
+            for v in self
+                .meta
+                .list_versions(&scope, &path, None, 1000)
+                .await
+                .expect("versions")
+            {
+                versions.push((h.path.clone(), v.seq));
+                bodies.extend(v.body);
+            }
+        }
+        OwnData {
+            scope,
+            base: base.to_owned(),
+            versions,
+            bodies,
+        }
+    }
+
+    /// Asserts nothing of `d` is left in the raw stores.
+    async fn assert_swept(&self, d: &OwnData) {
+        let (meta, scope) = (&self.meta, &d.scope);
+        let heads = meta
+            .list_heads(scope, &Default::default(), None, 1000)
+            .await
+            .expect("heads");
+        assert!(heads.is_empty(), "{scope}: heads left: {heads:?}");
+        for (path, seq) in &d.versions {
+            let p = workspace_core::FilePath::parse(path).expect("path");
+            assert!(
+                meta.version(scope, &p, *seq)
+                    .await
+                    .expect("version")
+                    .is_none(),
+                "{scope}: version {seq} of {path} left"
+            );
+        }
+        for body in &d.bodies {
+            assert!(
+                self.bodies.get(body).await.expect("body read").is_none(),
+                "{scope}: body {body:?} left"
+            );
+        }
+        let changes = meta
+            .list_changes(
+                scope,
+                &workspace_core::changes::ChangeQuery {
+                    limit: 100,
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("changes");
+        assert!(changes.changes.is_empty(), "{scope}: change log left");
+        assert!(
+            meta.record(scope, "fork", "fork")
+                .await
+                .expect("record")
+                .is_none(),
+            "{scope}: fork record left"
+        );
+        let snaps = meta
+            .list_snapshots(scope, "", None, 100)
+            .await
+            .expect("snapshots");
+        assert!(snaps.is_empty(), "{scope}: snapshots left: {snaps:?}");
+        assert_eq!(meta.live_count(scope).await.expect("count"), 0);
+        let parent = crate::harness::scope("acme", "main");
+        assert!(
+            meta.snapshot(&parent, &d.base)
+                .await
+                .expect("base")
+                .is_none(),
+            "{scope}: its base {} is left in the parent",
+            d.base
+        );
+    }
+}
+
+/// An expired fork's own data is swept, not only its pins: its heads, versions, change
+/// log, fork record, snapshots and bodies leave the raw stores, and so does its base
+/// snapshot in the parent, when a route of the parent names it, when a listing of the
+/// parent's forks finds it expired, or when the sweeper runs (`workspace_core::forks::sweep`, what the AWS sweeper calls per
+/// workspace). The parent is untouched.
+pub async fn an_expired_fork_s_own_data_is_swept(h: Harness) {
+    use workspace_core::ports::Clock;
+    h.put(KEY_A, "a.md", "a0").await.assert_ok();
+    h.put(KEY_A, "b.md", "b0").await.assert_ok();
+    let parent_before = h.contents(KEY_A, None).await;
+    let parent_state = h.state(KEY_A).await;
+    let mut forks = Vec::new();
+    for ttl in [60, 120, 60] {
+        let f = h
+            .create_fork(KEY_A, json!({ "ttlSeconds": ttl }))
+            .await
+            .assert_ok();
+        let id = f["workspaceId"].as_str().expect("id").to_owned();
+        let base = f["base"]["snapshotId"].as_str().expect("base").to_owned();
+        // Its own versions: an inherited file replaced twice, a new file, a deletion, and
+        // a checkpoint of its own.
+        for content in ["fork a1", "fork a2"] {
+            h.fork_put(KEY_A, &id, "a.md", content).await.assert_ok();
+        }
+        h.fork_put(KEY_A, &id, "new.md", "new").await.assert_ok();
+        assert_eq!(
+            h.in_fork(Method::DELETE, &file_uri("b.md"), KEY_A, &id)
+                .await
+                .status
+                .as_u16(),
+            204
+        );
+        h.call(Method::POST, "/v1/host/workspace/snapshots", Some(KEY_A))
+            .header("x-workspace-id", &id)
+            .json(&json!({}))
+            .send()
+            .await
+            .assert_ok();
+        let own = h.own_data(&id, &base).await;
+        assert!(
+            own.versions.len() >= 4 && own.bodies.len() >= 3,
+            "{:?}",
+            own.versions
+        );
+        assert!(h
+            .meta
+            .snapshot(&crate::harness::scope("acme", "main"), &base)
+            .await
+            .expect("base")
+            .is_some());
+        forks.push((id, own));
+    }
+    let (first, second, third) = (&forks[0], &forks[1], &forks[2]);
+
+    // The first and third expire. A route of the parent naming the third sweeps it.
+    h.clock.advance(61_000);
+    h.call(Method::GET, &format!("{FORKS}/{}", third.0), Some(KEY_A))
+        .send()
+        .await
+        .assert_error(404, "not_found");
+    h.assert_swept(&third.1).await;
+    // A listing of the parent's forks sweeps the first; the second stays.
+    h.fork_get(KEY_A, &first.0, "a.md")
+        .await
+        .assert_error(404, "not_found");
+    assert_eq!(
+        h.own_data(&first.0, &first.1.base).await.versions,
+        first.1.versions,
+        "not swept before a sweep runs"
+    );
+    assert_eq!(h.fork_count(KEY_A).await, 1);
+    h.assert_swept(&first.1).await;
+    assert_eq!(
+        h.fork_get(KEY_A, &second.0, "a.md").await.assert_ok()["content"],
+        "fork a2"
+    );
+    assert_eq!(
+        h.own_data(&second.0, &second.1.base).await.versions,
+        second.1.versions
+    );
+
+    // The second expires, and nothing lists the forks: the sweeper finds it.
+    h.clock.advance(60_000);
+    let eraser = workspace_core::forks::sweep::StoreEraser {
+        meta: h.meta.clone(),
+        bodies: h.bodies.clone(),
+    };
+    let parent = crate::harness::scope("acme", "main");
+    let swept = workspace_core::forks::sweep::sweep_expired_forks(
+        h.meta.as_ref(),
+        &eraser,
+        &parent,
+        h.clock.now_ms(),
+    )
+    .await
+    .expect("sweep");
+    assert_eq!(swept, 1);
+    h.assert_swept(&second.1).await;
+    // A second run finds nothing more.
+    let again = workspace_core::forks::sweep::sweep_expired_forks(
+        h.meta.as_ref(),
+        &eraser,
+        &parent,
+        h.clock.now_ms(),
+    )
+    .await
+    .expect("sweep");
+    assert_eq!(again, 0);
+    assert_eq!(h.fork_count(KEY_A).await, 0);
+
+    // The parent is untouched: the same files, versions and bytes, read through the API
+    // and from the raw stores.
+    assert_eq!(h.contents(KEY_A, None).await, parent_before);
+    assert_eq!(h.state(KEY_A).await, parent_state);
+    assert_eq!(h.raw_body("acme", "main", "a.md").await, "a0");
+    assert_eq!(h.raw_body("acme", "main", "b.md").await, "b0");
+}

@@ -90,6 +90,7 @@ macro_rules! contract_tests {
             forks::parent_writes_racing_a_merge_are_never_overwritten,
             forks::a_fork_of_a_snapshot_starts_from_it,
             forks::every_route_works_in_a_fork,
+            forks::an_expired_fork_s_own_data_is_swept,
             changes::the_change_log_lists_every_commit_newest_first,
             erase::erasing_a_version_removes_its_body_and_leaves_a_tombstone,
             erase::a_version_a_snapshot_holds_is_erased_only_when_forced,

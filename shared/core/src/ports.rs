@@ -2,12 +2,12 @@
 //! AWS) implement them; one contract suite (`workspace-contract`) holds every adapter to
 //! the same behaviour.
 
-use crate::blob::{PresignSpec, PresignedUrl};
 use crate::error::{Result, WorkspaceError};
 use crate::model::{
     BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use crate::path::{FilePath, PathPrefix};
+use crate::presign::{PresignSpec, PresignedUrl};
 use crate::scope::Scope;
 use async_trait::async_trait;
 
@@ -259,6 +259,15 @@ pub trait MetaStore: Send + Sync {
         before: Option<&str>,
         limit: usize,
     ) -> Result<Vec<SnapshotInfo>>;
+    /// Removes every metadata item of the scope (heads, versions, change log, records,
+    /// snapshots, idempotency keys, counters, outbox events): an expired or discarded
+    /// fork's (`crate::forks::sweep`). Safe to repeat; how many items went. Bodies are the
+    /// caller's to delete (it reads which first). A store that cannot says so.
+    async fn erase_scope_items(&self, scope: &Scope) -> Result<u64> {
+        Err(WorkspaceError::internal(format!(
+            "this store cannot erase scope {scope}"
+        )))
+    }
 }
 
 /// The bytes of a request body in the order a transport reads them, piece by piece, so a

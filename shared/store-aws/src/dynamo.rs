@@ -34,6 +34,7 @@
 pub(crate) use crate::aws_err;
 use crate::items::{self, n, s, Item};
 use crate::keys;
+use crate::paging::read_pages;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -78,29 +79,19 @@ pub(crate) async fn query_prefix(
     pk: &str,
     prefix: &str,
 ) -> Result<Vec<Item>> {
-    let mut out = Vec::new();
-    let mut start = None;
-    loop {
-        let mut q = client
-            .query()
-            .table_name(table)
-            .consistent_read(true)
-            .expression_attribute_values(":pk", s(pk))
-            .set_exclusive_start_key(start);
-        // DynamoDB refuses an empty begins_with: no prefix means the whole partition.
-        q = if prefix.is_empty() {
-            q.key_condition_expression("pk = :pk")
-        } else {
-            q.key_condition_expression("pk = :pk AND begins_with(sk, :p)")
-                .expression_attribute_values(":p", s(prefix))
-        };
-        let res = q.send().await.map_err(aws_err)?;
-        out.extend(res.items().iter().cloned());
-        match res.last_evaluated_key {
-            Some(k) => start = Some(k),
-            None => return Ok(out),
-        }
-    }
+    let q = client
+        .query()
+        .table_name(table)
+        .consistent_read(true)
+        .expression_attribute_values(":pk", s(pk));
+    // DynamoDB refuses an empty begins_with: no prefix means the whole partition.
+    let q = if prefix.is_empty() {
+        q.key_condition_expression("pk = :pk")
+    } else {
+        q.key_condition_expression("pk = :pk AND begins_with(sk, :p)")
+            .expression_attribute_values(":p", s(prefix))
+    };
+    read_pages(q, None, None, |item| Ok(Some(item.clone()))).await
 }
 
 #[derive(Clone)]
@@ -176,7 +167,7 @@ impl DynamoMeta {
         tombstones: bool,
     ) -> Result<Vec<Head>> {
         let pk = keys::partition(scope);
-        let mut start: Option<Item> = after.map(|a| {
+        let start: Option<Item> = after.map(|a| {
             Item::from([
                 ("pk".to_owned(), s(pk.clone())),
                 ("sk".to_owned(), s(keys::head_sk(a.as_str()))),
@@ -189,32 +180,20 @@ impl DynamoMeta {
         if !tombstones {
             values.insert(":false".to_owned(), AttributeValue::Bool(false));
         }
-        let mut out = Vec::new();
-        // Tombstones (unless wanted) are filtered after DynamoDB applies `Limit`, so a page can come back
-        // short: keep reading until the page is full or the range is exhausted.
-        loop {
-            let res = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .set_filter_expression((!tombstones).then(|| "deleted = :false".to_owned()))
-                .set_expression_attribute_values(Some(values.clone()))
-                .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(aws_err)?;
-            for item in res.items() {
-                out.push(items::head_from(item)?);
-            }
-            match res.last_evaluated_key {
-                Some(k) if out.len() < limit => start = Some(k),
-                _ => break,
-            }
-        }
-        Ok(out)
+        // Tombstones (unless wanted) are filtered after DynamoDB applies `Limit`, so a page
+        // can come back short: `read_pages` reads on until the page is full.
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .set_filter_expression((!tombstones).then(|| "deleted = :false".to_owned()))
+            .set_expression_attribute_values(Some(values));
+        read_pages(query, start, Some(limit), |item| {
+            items::head_from(item).map(Some)
+        })
+        .await
     }
 }
 
@@ -646,6 +625,15 @@ impl MetaStore for DynamoMeta {
         limit: usize,
     ) -> Result<Vec<SnapshotInfo>> {
         self.list_snapshot_items(scope, id_prefix, before, limit)
+            .await
+    }
+
+    /// One Query of the scope's partition (a page per MB), then `BatchWriteItem` deletes,
+    /// 25 items a call.
+    async fn erase_scope_items(&self, scope: &Scope) -> Result<u64> {
+        use workspace_core::sessions::ports::SessionStore;
+        crate::sessions::DynamoSessions::new(self.client.clone(), self.table.clone())
+            .erase_scope(scope)
             .await
     }
 }

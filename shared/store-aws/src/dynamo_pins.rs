@@ -5,16 +5,21 @@
 
 use crate::aws_err;
 use crate::dynamo::{head_condition, DynamoMeta};
+use crate::items::Item;
 use crate::items::{self, n, s};
 use crate::keys;
+use crate::paging::read_pages;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Put, ReturnValue, TransactWriteItem, Update,
+    AttributeValue, ConditionCheck, DeleteRequest, Put, PutRequest, ReturnValue, TransactWriteItem,
+    Update, WriteRequest,
 };
 use std::collections::HashMap;
 use workspace_core::changes::{Change, ChangePage, ChangeQuery};
-use workspace_core::model::{BodyRef, Erasure, Pin, Snapshot, SnapshotInfo, VersionRecord};
+use workspace_core::model::{
+    BodyRef, Erasure, Pin, Snapshot, SnapshotFile, SnapshotInfo, VersionRecord,
+};
 use workspace_core::ports::{Expect, StoredRecord};
-use workspace_core::{FilePath, Result, Scope};
+use workspace_core::{FilePath, Result, Scope, WorkspaceError};
 
 impl DynamoMeta {
     pub(crate) async fn query_versions(
@@ -30,33 +35,21 @@ impl DynamoMeta {
             Some(b) => b - 1,
             None => u64::MAX,
         };
-        let mut out = Vec::new();
-        let mut start = None;
         // One Query, newest first; a second only when DynamoDB's 1 MB page cut it short.
-        loop {
-            let res = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
-                .expression_attribute_values(":pk", s(keys::partition(scope)))
-                .expression_attribute_values(":lo", s(keys::version_sk(path, 0)))
-                .expression_attribute_values(":hi", s(keys::version_sk(path, hi)))
-                .scan_index_forward(false)
-                .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(aws_err)?;
-            for item in res.items() {
-                out.push(items::version_from(item)?);
-            }
-            match res.last_evaluated_key {
-                Some(k) if out.len() < limit => start = Some(k),
-                _ => return Ok(out),
-            }
-        }
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+            .expression_attribute_values(":pk", s(keys::partition(scope)))
+            .expression_attribute_values(":lo", s(keys::version_sk(path, 0)))
+            .expression_attribute_values(":hi", s(keys::version_sk(path, hi)))
+            .scan_index_forward(false);
+        read_pages(query, None, Some(limit), |item| {
+            items::version_from(item).map(Some)
+        })
+        .await
     }
 
     pub(crate) async fn update_pins(
@@ -152,12 +145,50 @@ impl DynamoMeta {
     }
 
     pub(crate) async fn put_snapshot_item(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
-        let item = items::snapshot_item(
-            scope,
-            keys::partition(scope),
-            keys::snapshot_sk(&snapshot.id),
-            snapshot,
-        )?;
+        let pk = keys::partition(scope);
+        let files = serde_json::to_string(&snapshot.files).map_err(WorkspaceError::internal)?;
+        let item = if files.len() <= MAX_INLINE_FILES_BYTES {
+            items::snapshot_item(scope, pk, keys::snapshot_sk(&snapshot.id), snapshot)?
+        } else {
+            // Too large for one item: the parts first, then the record that names them, so
+            // a reader who finds the record finds every part.
+            let parts = split_files(&snapshot.files)?;
+            let part_items: Vec<Item> = parts
+                .into_iter()
+                .enumerate()
+                .map(|(i, json)| {
+                    items::snapshot_part_item(
+                        scope,
+                        pk.clone(),
+                        keys::snapshot_part_sk(&snapshot.id, i),
+                        json,
+                        snapshot,
+                    )
+                })
+                .collect();
+            let count = part_items.len();
+            self.batch_write(
+                part_items
+                    .into_iter()
+                    .map(|item| {
+                        PutRequest::builder()
+                            .set_item(Some(item))
+                            .build()
+                            .map(|p| WriteRequest::builder().put_request(p).build())
+                            .map_err(aws_err)
+                    })
+                    .collect::<Result<_>>()?,
+            )
+            .await?;
+            let header = Snapshot {
+                files: Vec::new(),
+                ..snapshot.clone()
+            };
+            let mut item =
+                items::snapshot_item(scope, pk, keys::snapshot_sk(&snapshot.id), &header)?;
+            item.insert("parts".into(), n(count));
+            item
+        };
         self.client
             .put_item()
             .table_name(&self.table)
@@ -168,15 +199,44 @@ impl DynamoMeta {
         Ok(())
     }
 
+    /// `BatchWriteItem`s of `requests` on this table (`paging::batch_write`).
+    async fn batch_write(&self, requests: Vec<WriteRequest>) -> Result<()> {
+        crate::paging::batch_write(&self.client, &self.table, requests).await
+    }
+
     pub(crate) async fn get_snapshot_item(
         &self,
         scope: &Scope,
         id: &str,
     ) -> Result<Option<Snapshot>> {
-        self.get_item(keys::partition(scope), keys::snapshot_sk(id))
-            .await?
-            .map(|i| items::snapshot_from(&i))
-            .transpose()
+        let pk = keys::partition(scope);
+        let Some(item) = self.get_item(pk.clone(), keys::snapshot_sk(id)).await? else {
+            return Ok(None);
+        };
+        let mut snap = items::snapshot_from(&item)?;
+        let parts = items::snapshot_parts(&item)?;
+        if parts > 0 {
+            // One Query of the parts, in order (a page per MB).
+            let found = crate::dynamo::query_prefix(
+                &self.client,
+                &self.table,
+                &pk,
+                &keys::snapshot_parts_prefix(id),
+            )
+            .await?;
+            if found.len() != parts {
+                return Err(WorkspaceError::internal(format!(
+                    "snapshot {id} names {parts} parts of its file list; {} are stored",
+                    found.len()
+                )));
+            }
+            for part in &found {
+                let files: Vec<SnapshotFile> = serde_json::from_str(&items::get_s(part, "files")?)
+                    .map_err(WorkspaceError::internal)?;
+                snap.files.extend(files);
+            }
+        }
+        Ok(Some(snap))
     }
 
     /// Erases a version item: one read (its body), then one transaction that marks the
@@ -366,52 +426,130 @@ impl DynamoMeta {
             Some(b) => keys::snapshot_sk(b),
             None => format!("{lo}\u{10ffff}"),
         };
-        let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let res = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
-                .expression_attribute_values(":pk", s(keys::partition(scope)))
-                .expression_attribute_values(":lo", s(&lo))
-                .expression_attribute_values(":hi", s(&hi))
-                .projection_expression("#id, createdAt, expiresAtMs, workflowId, #label, #keep")
-                .expression_attribute_names("#label", "label")
-                .expression_attribute_names("#keep", "keep")
-                .expression_attribute_names("#id", "id")
-                .scan_index_forward(false)
-                .limit(i32::try_from(limit + 1 - out.len()).unwrap_or(i32::MAX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(aws_err)?;
-            for item in res.items() {
-                let info = items::snapshot_info_from(item)?;
-                if Some(info.id.as_str()) != before && out.len() < limit {
-                    out.push(info);
-                }
-            }
-            match res.last_evaluated_key {
-                Some(k) if out.len() < limit => start = Some(k),
-                _ => return Ok(out),
-            }
-        }
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+            .expression_attribute_values(":pk", s(keys::partition(scope)))
+            .expression_attribute_values(":lo", s(&lo))
+            .expression_attribute_values(":hi", s(&hi))
+            .projection_expression("#id, createdAt, expiresAtMs, workflowId, #label, #keep")
+            .expression_attribute_names("#label", "label")
+            .expression_attribute_names("#keep", "keep")
+            .expression_attribute_names("#id", "id")
+            .scan_index_forward(false);
+        // `before` itself is in the range (BETWEEN is inclusive): read one more, drop it.
+        let mut out = read_pages(query, None, Some(limit + 1), |item| {
+            items::snapshot_info_from(item).map(Some)
+        })
+        .await?;
+        out.retain(|info| Some(info.id.as_str()) != before);
+        out.truncate(limit);
+        Ok(out)
     }
 
     pub(crate) async fn delete_snapshot_item(&self, scope: &Scope, id: &str) -> Result<bool> {
+        let pk = keys::partition(scope);
         let out = self
             .client
             .delete_item()
             .table_name(&self.table)
-            .key("pk", s(keys::partition(scope)))
+            .key("pk", s(pk.clone()))
             .key("sk", s(keys::snapshot_sk(id)))
             .return_values(ReturnValue::AllOld)
             .send()
             .await
             .map_err(aws_err)?;
-        Ok(out.attributes.is_some())
+        let Some(old) = out.attributes else {
+            return Ok(false);
+        };
+        // Then its parts (left behind if this stops first: their TTL is the record's).
+        let parts = items::snapshot_parts(&old)?;
+        if parts > 0 {
+            let requests = (0..parts)
+                .map(|i| {
+                    DeleteRequest::builder()
+                        .key("pk", s(pk.clone()))
+                        .key("sk", s(keys::snapshot_part_sk(id, i)))
+                        .build()
+                        .map(|d| WriteRequest::builder().delete_request(d).build())
+                        .map_err(aws_err)
+                })
+                .collect::<Result<_>>()?;
+            self.batch_write(requests).await?;
+        }
+        Ok(true)
+    }
+}
+
+/// The largest file list kept in the snapshot record itself (JSON bytes; the item holds
+/// 400 KB with its other fields): what every snapshot but a large fork base fits.
+pub const MAX_INLINE_FILES_BYTES: usize = workspace_core::service::MAX_SNAPSHOT_RECORD_BYTES;
+/// The most JSON bytes of files one part item holds.
+pub const MAX_PART_FILES_BYTES: usize = 300_000;
+
+/// A file list as the JSON arrays of its parts, in order, each at most
+/// [`MAX_PART_FILES_BYTES`] (one file always fits: a path is at most 256 bytes).
+pub fn split_files(files: &[SnapshotFile]) -> Result<Vec<String>> {
+    let mut parts = Vec::new();
+    let mut current: Vec<String> = Vec::new();
+    let mut bytes = 2;
+    for f in files {
+        let json = serde_json::to_string(f).map_err(WorkspaceError::internal)?;
+        if !current.is_empty() && bytes + json.len() + 1 > MAX_PART_FILES_BYTES {
+            parts.push(format!("[{}]", current.join(",")));
+            current.clear();
+            bytes = 2;
+        }
+        bytes += json.len() + 1;
+        current.push(json);
+    }
+    if !current.is_empty() {
+        parts.push(format!("[{}]", current.join(",")));
+    }
+    Ok(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(i: usize) -> SnapshotFile {
+        SnapshotFile {
+            path: format!("{}/{i:05}.md", "d".repeat(246)),
+            version: 1,
+            seq: 1,
+            etag: format!("\"1-{}\"", "e".repeat(64)),
+            size: 4,
+            content_type: "text/markdown".to_owned(),
+            updated_at: 1_700_000_000_000,
+            sha256: "a".repeat(64),
+            kept: None,
+            erased: false,
+            lineage: "0123456789abcdef0123456789abcdef".to_owned(),
+            body: Some(BodyRef {
+                key: format!("t/acme/w/main/files/{}/{i:05}.md", "d".repeat(246)),
+                version_id: "v".repeat(32),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_file_list_splits_into_parts_under_the_bound_in_order() {
+        let files: Vec<SnapshotFile> = (0..1000).map(file).collect();
+        let parts = split_files(&files).unwrap();
+        assert!(parts.len() >= 3, "{}", parts.len());
+        assert!(parts.iter().all(|p| p.len() <= MAX_PART_FILES_BYTES));
+        let back: Vec<SnapshotFile> = parts
+            .iter()
+            .flat_map(|p| serde_json::from_str::<Vec<SnapshotFile>>(p).unwrap())
+            .collect();
+        assert_eq!(back, files);
+        assert_eq!(split_files(&[]).unwrap(), Vec::<String>::new());
+        // Part keys sort in part order, outside the range a snapshot listing reads.
+        assert!(keys::snapshot_part_sk("x", 9) < keys::snapshot_part_sk("x", 10));
+        assert!(!keys::snapshot_part_sk("fork-1", 0).starts_with(&keys::snapshot_sk("")));
     }
 }

@@ -208,8 +208,10 @@ pub fn idempotency_from(item: &Item) -> Result<IdempotencyRecord> {
 }
 
 /// A snapshot record. `expiresAt` (seconds) lets DynamoDB TTL remove it eventually; the
-/// service judges expiry itself from `expiresAtMs`. The file list is one JSON attribute:
-/// an item holds 400 KB, room for about a thousand files with long paths.
+/// service judges expiry itself from `expiresAtMs`. The file list is one JSON attribute
+/// when it fits the item (400 KB); a larger one (a fork's base of a thousand files with
+/// long paths) is split over part items ([`snapshot_part_item`]) and the record says how
+/// many (`parts`, with an empty `files`).
 pub fn snapshot_item(scope: &Scope, pk: String, sk: String, snap: &Snapshot) -> Result<Item> {
     let mut item = Item::new();
     scope_attrs(&mut item, scope, pk, sk, "snapshot");
@@ -237,6 +239,32 @@ pub fn snapshot_item(scope: &Scope, pk: String, sk: String, snap: &Snapshot) -> 
         item.insert("covers".into(), AttributeValue::Ss(snap.covers.clone()));
     }
     Ok(item)
+}
+
+/// Part of a snapshot's file list (`files`: a JSON array of some of its files, in path
+/// order), with the snapshot's TTL.
+pub fn snapshot_part_item(
+    scope: &Scope,
+    pk: String,
+    sk: String,
+    files_json: String,
+    snap: &Snapshot,
+) -> Item {
+    let mut item = Item::new();
+    scope_attrs(&mut item, scope, pk, sk, "snapshotPart");
+    item.insert("files".into(), s(files_json));
+    if !snap.keep {
+        item.insert("expiresAt".into(), n(snap.expires_at / 1000 + 1));
+    }
+    item
+}
+
+/// How many part items hold a snapshot record's file list (0: it is inline).
+pub fn snapshot_parts(item: &Item) -> Result<usize> {
+    match item.get("parts") {
+        None => Ok(0),
+        Some(_) => get_n(item, "parts"),
+    }
 }
 
 /// A snapshot record's fields but its file list (what a listing projects).

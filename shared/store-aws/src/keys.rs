@@ -46,6 +46,17 @@ pub fn snapshot_sk(id: &str) -> String {
     format!("snap#{id}")
 }
 
+/// What the parts of a snapshot's file list start with: not `snap#`, so a listing of
+/// snapshot records (a range of `snap#<id>`) never reads one.
+pub fn snapshot_parts_prefix(id: &str) -> String {
+    format!("snapfiles#{id}#")
+}
+
+/// Sort key of part `i` of a snapshot's file list (a list too large for one item).
+pub fn snapshot_part_sk(id: &str, i: usize) -> String {
+    format!("{}{i:05}", snapshot_parts_prefix(id))
+}
+
 pub fn idempotency_sk(key: &str) -> String {
     format!("idem#{key}")
 }

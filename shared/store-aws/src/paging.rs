@@ -1,14 +1,17 @@
-//! The one paged read of this crate: a DynamoDB `Query` or `Scan`, page after page, until
-//! it has what its caller asked for. DynamoDB ends a page at 1 MB and applies `Limit` before
-//! a filter, so any page can come back short; each caller states only its request and how to
-//! read an item.
+//! DynamoDB's bulk calls, each written once: the paged read ([`read_pages`]: a `Query` or
+//! `Scan`, page after page, until it has what its caller asked for; DynamoDB ends a page at
+//! 1 MB and applies `Limit` before a filter, so any page can come back short) and the batched
+//! write ([`batch_write`]: `BatchWriteItem` 25 requests at a time, unprocessed ones sent
+//! again).
 
 use crate::aws_err;
 use crate::items::Item;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder;
+use aws_sdk_dynamodb::types::WriteRequest;
+use aws_sdk_dynamodb::Client;
 use std::future::Future;
-use workspace_core::Result;
+use workspace_core::{Result, WorkspaceError};
 
 /// A request DynamoDB answers a page at a time.
 pub(crate) trait Pages: Clone + Send {
@@ -67,4 +70,43 @@ pub(crate) async fn read_pages<T: Send>(
             _ => return Ok(out),
         }
     }
+}
+
+/// `BatchWriteItem` takes at most 25 requests.
+const BATCH_WRITE_MAX: usize = 25;
+/// Rounds of sending unprocessed requests again before giving up (the caller can retry).
+const BATCH_WRITE_ROUNDS: usize = 20;
+
+/// Every one of `requests` (puts or deletes) on `table`, 25 a call, unprocessed ones sent
+/// again with backoff.
+pub(crate) async fn batch_write(
+    client: &Client,
+    table: &str,
+    requests: Vec<WriteRequest>,
+) -> Result<()> {
+    for chunk in requests.chunks(BATCH_WRITE_MAX) {
+        let mut pending = chunk.to_vec();
+        for round in 0.. {
+            if pending.is_empty() {
+                break;
+            }
+            if round == BATCH_WRITE_ROUNDS {
+                return Err(WorkspaceError::internal("items stayed unprocessed"));
+            }
+            let out = client
+                .batch_write_item()
+                .request_items(table, pending)
+                .send()
+                .await
+                .map_err(aws_err)?;
+            pending = out
+                .unprocessed_items
+                .and_then(|mut m| m.remove(table))
+                .unwrap_or_default();
+            if !pending.is_empty() {
+                tokio::time::sleep(std::time::Duration::from_millis(50 << round.min(5))).await;
+            }
+        }
+    }
+    Ok(())
 }

@@ -4,14 +4,24 @@
 //! uploaded but its commit failed (a 409, a crash between the two writes); the grace
 //! period keeps the sweeper away from uploads whose commit is still in flight.
 //!
+//! It also sweeps ended forks (`workspace_core::forks::sweep`): for every workspace it
+//! finds in the bucket, the expired forks its base snapshots name, and for every fork it
+//! finds there whose record has expired (or is gone), the fork's whole partition and every
+//! S3 version under its prefix, then its base snapshot in the parent. A fork that wrote
+//! nothing has no key in the bucket; its parent's base snapshots find it.
+//!
 //! It also removes what two-step uploads left in the staging area
 //! (`t/<tenant>/w/<workspace>/uploads/`) once older than `STAGED_MAX_AGE_MS`: uploads never
 //! committed, and bytes a client sent twice.
 
 use crate::aws_err;
+use crate::dynamo::DynamoMeta;
 use crate::items::{get_n, get_s, s};
 use crate::keys;
-use std::collections::{HashMap, HashSet};
+use crate::paging::read_pages;
+use crate::sessions::{DynamoSessions, S3Eraser};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use workspace_core::forks::plan::{bodies_named, MERGE_PLAN_KIND};
 use workspace_core::model::{BodyRef, Millis};
 use workspace_core::ports::BodyInventory;
@@ -22,7 +32,10 @@ use workspace_core::{FilePath, Result, Scope};
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SweepReport {
     pub examined: usize,
+    /// Orphaned and abandoned body versions deleted.
     pub deleted: usize,
+    /// Ended forks (expired, or discarded and not yet erased) whose data was erased.
+    pub forks_swept: usize,
 }
 
 pub struct Sweeper {
@@ -45,63 +58,42 @@ use workspace_core::service::sweep::file_of_body_key as parse_body_key;
 impl Sweeper {
     /// The S3 version ids that version items of this path point to.
     async fn referenced(&self, scope: &Scope, path: &FilePath) -> Result<HashSet<String>> {
-        let mut ids = HashSet::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .dynamodb
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :ver)")
-                .expression_attribute_values(":pk", s(keys::partition(scope)))
-                .expression_attribute_values(":ver", s(format!("ver#{path}#")))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(aws_err)?;
-            for item in out.items() {
-                if let Ok(id) = get_s(item, "bodyVersionId") {
-                    ids.insert(id);
-                }
-            }
-            match out.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => return Ok(ids),
-            }
-        }
+        let query = self
+            .dynamodb
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :ver)")
+            .expression_attribute_values(":pk", s(keys::partition(scope)))
+            .expression_attribute_values(":ver", s(format!("ver#{path}#")));
+        let ids = read_pages(query, None, None, |item| {
+            Ok(get_s(item, "bodyVersionId").ok())
+        })
+        .await?;
+        Ok(ids.into_iter().collect())
     }
 
     /// The S3 version ids the live merge plans of a scope name (`forks::plan`): bodies
     /// uploaded for a merge too large for one transaction, which a retry with its
     /// `Idempotency-Key` still commits.
     async fn planned(&self, scope: &Scope, now: Millis) -> Result<HashSet<String>> {
-        let mut ids = HashSet::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .dynamodb
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :plan)")
-                .expression_attribute_values(":pk", s(keys::partition(scope)))
-                .expression_attribute_values(":plan", s(keys::record_sk(MERGE_PLAN_KIND, "")))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(aws_err)?;
-            for item in out.items() {
-                let live = get_n::<Millis>(item, "expiresAtMs").is_ok_and(|at| at > now);
-                if let (true, Ok(value)) = (live, get_s(item, "value")) {
-                    ids.extend(bodies_named(&value).into_iter().map(|b| b.version_id));
-                }
-            }
-            match out.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => return Ok(ids),
-            }
-        }
+        let query = self
+            .dynamodb
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :plan)")
+            .expression_attribute_values(":pk", s(keys::partition(scope)))
+            .expression_attribute_values(":plan", s(keys::record_sk(MERGE_PLAN_KIND, "")));
+        let plans = read_pages(query, None, None, |item| {
+            let live = get_n::<Millis>(item, "expiresAtMs").is_ok_and(|at| at > now);
+            Ok(live.then(|| get_s(item, "value").ok()).flatten())
+        })
+        .await?;
+        Ok(plans
+            .iter()
+            .flat_map(|value| bodies_named(value).into_iter().map(|b| b.version_id))
+            .collect())
     }
 
     /// Deletes unreferenced body versions last modified before `now - grace`; a body a
@@ -109,6 +101,7 @@ impl Sweeper {
     pub async fn sweep(&self, now: Millis, grace_ms: Millis) -> Result<SweepReport> {
         let cutoff = now - grace_ms;
         let mut report = SweepReport::default();
+        let mut scopes: BTreeSet<Scope> = BTreeSet::new();
         let mut cache: HashMap<String, HashSet<String>> = HashMap::new();
         let mut plans: HashMap<String, HashSet<String>> = HashMap::new();
         let (mut key_marker, mut version_marker) = (None, None);
@@ -129,6 +122,9 @@ impl Sweeper {
                     continue;
                 };
                 report.examined += 1;
+                if let Some(scope) = Scope::from_key_prefix(&scope_prefix(key)) {
+                    scopes.insert(scope);
+                }
                 let modified = v
                     .last_modified()
                     .map_or(i64::MAX, |t| t.to_millis().unwrap_or(i64::MAX));
@@ -177,9 +173,52 @@ impl Sweeper {
                 key_marker = page.next_key_marker().map(str::to_owned);
                 version_marker = page.next_version_id_marker().map(str::to_owned);
             } else {
-                return Ok(report);
+                break;
             }
         }
+        report.forks_swept = self.sweep_forks(&scopes, now).await?;
+        Ok(report)
+    }
+
+    /// Sweeps the ended forks of the workspaces in `scopes`, and the forks among them
+    /// that have ended; how many.
+    async fn sweep_forks(&self, scopes: &BTreeSet<Scope>, now: Millis) -> Result<usize> {
+        use workspace_core::forks::sweep::{sweep_expired_forks, sweep_fork};
+        let meta = DynamoMeta::new(self.dynamodb.clone(), self.table.clone());
+        // What a deleted workspace is erased with: the whole partition, every S3 version
+        // (and delete marker) under the scope's prefix.
+        let eraser = workspace_core::sessions::lifecycle::ScopeData {
+            store: Arc::new(DynamoSessions::new(
+                self.dynamodb.clone(),
+                self.table.clone(),
+            )),
+            erasers: vec![Arc::new(S3Eraser::new(
+                self.s3.clone(),
+                self.bucket.clone(),
+            ))],
+        };
+        let mut swept = 0;
+        // The forks seen first (each deletes its base in the parent), then the parents'
+        // remaining ended forks (those with no key in the bucket).
+        let (forks, parents): (Vec<&Scope>, Vec<&Scope>) = scopes
+            .iter()
+            .partition(|s| s.workspace.fork_parent().is_some());
+        for scope in forks {
+            swept += usize::from(sweep_fork(&meta, &eraser, scope, now).await?);
+        }
+        for scope in parents {
+            swept += sweep_expired_forks(&meta, &eraser, scope, now).await?;
+        }
+        Ok(swept)
+    }
+}
+
+/// The scope prefix of an object key (`t/<tenant>/w/<workspace>/`), or an empty string.
+fn scope_prefix(key: &str) -> String {
+    let mut parts = key.splitn(5, '/');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some("t"), Some(tenant), Some("w"), Some(ws)) => format!("t/{tenant}/w/{ws}/"),
+        _ => String::new(),
     }
 }
 

@@ -623,6 +623,11 @@ impl MetaStore for EmbeddedStore {
         .await
     }
 
+    async fn erase_scope_items(&self, scope: &Scope) -> Result<u64> {
+        // Every table's items under the scope's key prefix, in one transaction.
+        workspace_core::sessions::ports::SessionStore::erase_scope(self, scope).await
+    }
+
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
         let key = format!("{}{id}", scope.key_prefix());
         self.blocking(move |db| {

@@ -332,6 +332,14 @@ impl MetaStore for MemoryMeta {
         page.truncate(limit);
         Ok(page)
     }
+
+    async fn erase_scope_items(&self, scope: &Scope) -> Result<u64> {
+        let mut n = self.erase_events_of(scope)?;
+        if let Some(files) = self.lock()?.remove(scope) {
+            n += files.items() as u64;
+        }
+        Ok(n)
+    }
 }
 
 /// Why `c` is refused in `state`, where the scope holds `live` files (the commits before

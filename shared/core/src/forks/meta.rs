@@ -465,4 +465,8 @@ impl MetaStore for ForkAwareMeta {
             .list_snapshots(scope, id_prefix, before, limit)
             .await
     }
+
+    async fn erase_scope_items(&self, scope: &Scope) -> Result<u64> {
+        self.inner.erase_scope_items(scope).await
+    }
 }

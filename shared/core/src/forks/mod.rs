@@ -19,10 +19,12 @@
 //! Where things are kept: the fork record in the fork's own scope (a record of kind
 //! [`FORK_RECORD_KIND`]), the base snapshot in the parent's scope under an id starting
 //! [`BASE_ID_PREFIX`] (so the parent's forks are listed as a range of its snapshots, newest
-//! first), its pins on the parent's heads.
+//! first), its pins on the parent's heads. An expired fork is swept with all of its own
+//! data and its base ([`sweep`]).
 
 mod meta;
 pub mod plan;
+pub mod sweep;
 pub mod text;
 pub mod three_way;
 
@@ -41,6 +43,13 @@ pub const DEFAULT_FORK_TTL_MS: Millis = 7 * 24 * 60 * 60 * 1000;
 /// Longest life of a fork: 30 days. On AWS the bodies of overwritten versions are S3
 /// noncurrent versions, which the bucket's lifecycle removes after 30 days.
 pub const MAX_FORK_TTL_MS: Millis = 30 * 24 * 60 * 60 * 1000;
+
+/// Largest fork base (its file list as JSON, with each file's lineage and body): on
+/// DynamoDB a list over one item (about 350 KB) is split over part items of at most
+/// 300 KB, written with one `BatchWriteItem` (25 parts) and read back with one `Query`
+/// (a page per MB). About 7,000 files with the longest paths (256 bytes), far more with
+/// short ones; `WORKSPACE_MAX_FILES` defaults to 1,000.
+pub const MAX_FORK_BASE_BYTES: usize = 7_000_000;
 
 /// What the fork's own scope records about it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

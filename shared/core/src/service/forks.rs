@@ -261,13 +261,43 @@ impl WorkspaceService {
             .filter(|w| w.fork_parent().as_ref() == Some(&who.scope.workspace))
             .ok_or_else(|| no_fork(id))?;
         let scope = Scope::new(who.scope.tenant.clone(), ws);
-        let (_, record) = self
-            .forks
-            .fork_record(&scope)
-            .await
-            .map_err(|_| no_fork(id))?
-            .ok_or_else(|| no_fork(id))?;
-        Ok((scope, record))
+        match self.forks.fork_record(&scope).await {
+            Ok(Some((_, record))) => Ok((scope, record)),
+            Ok(None) => Err(no_fork(id)),
+            Err(_) => {
+                self.sweep_if_ended(&scope).await;
+                Err(no_fork(id))
+            }
+        }
+    }
+
+    /// Sweeps fork `scope` now if its record says it has ended (expired, or discarded and
+    /// not yet erased); a fork with no record costs this one read.
+    async fn sweep_if_ended(&self, scope: &Scope) {
+        let stored = self.forks.stored();
+        let ended = matches!(
+            stored.record(scope, FORK_RECORD_KIND, FORK_RECORD_KEY).await,
+            Ok(Some(r)) if r.expires_at <= self.clock.now_ms()
+        );
+        if ended {
+            self.sweep_now(scope).await;
+        }
+    }
+
+    /// Sweeps fork `scope` unless it lives (`crate::forks::sweep::sweep_fork`); a failure
+    /// is logged and left to the next sweep.
+    async fn sweep_now(&self, scope: &Scope) {
+        let stored = self.forks.stored();
+        let swept = crate::forks::sweep::sweep_fork(
+            stored.as_ref(),
+            self.fork_eraser().as_ref(),
+            scope,
+            self.clock.now_ms(),
+        )
+        .await;
+        if let Err(e) = swept {
+            tracing::warn!(error = %e, fork = %scope, "expired fork not swept; the next sweep retries");
+        }
     }
 
     fn fork_view(scope: &Scope, record: &ForkRecord) -> Result<Fork> {
@@ -491,6 +521,21 @@ impl WorkspaceService {
             .then(|| page.last().map(|s| s.id.clone()))
             .flatten();
         let now = self.clock.now_ms();
+        // Expired forks on this page are swept now (their data and base go); a failure
+        // leaves them to the next listing or the sweeper, the answer stands.
+        let ended: BTreeSet<&str> = page
+            .iter()
+            .filter(|s| s.expires_at <= now)
+            .filter_map(|s| suffix_of_base(&s.id))
+            .collect();
+        for suffix in ended {
+            let Some(ws) = who.scope.workspace.fork(suffix) else {
+                continue;
+            };
+            // Its base has expired: swept even if its record is already gone.
+            self.sweep_now(&Scope::new(who.scope.tenant.clone(), ws))
+                .await;
+        }
         let mut seen = BTreeSet::new();
         let mut forks = Vec::new();
         for info in page.into_iter().filter(|s| s.expires_at > now) {
@@ -568,10 +613,41 @@ impl WorkspaceService {
             Ok(()) | Err(WorkspaceError::NotFound(_)) => {}
             Err(e) => return Err(e),
         }
-        if let Some(eraser) = &self.scope_eraser {
-            eraser.erase_scope_data(scope).await?;
+        match self.fork_eraser().erase_scope_data(scope).await {
+            Err(e) if self.scope_eraser.is_none() => {
+                // Without the deployment's eraser, through the stores' own ports, which
+                // this process may hold no right to: the fork is gone (its record ended),
+                // and what is left of it is the sweeper's.
+                tracing::warn!(error = %e, fork = %scope, "discarded fork's data left to the sweeper");
+                Ok(())
+            }
+            other => other,
         }
-        Ok(())
+    }
+
+    /// What erases a fork's data: the deployment's eraser (everything under the scope's
+    /// key prefix), else the stores' own ports ([`crate::forks::sweep::StoreEraser`]).
+    fn fork_eraser(&self) -> Arc<dyn crate::ports::ScopeEraser> {
+        match &self.scope_eraser {
+            Some(e) => e.clone(),
+            None => Arc::new(crate::forks::sweep::StoreEraser {
+                meta: self.forks.stored().clone(),
+                bodies: self.bodies.clone(),
+            }),
+        }
+    }
+
+    /// Sweeps every ended fork of `parent` (expired, or discarded and not yet erased):
+    /// its own data and its base snapshot go, the parent is untouched
+    /// (`crate::forks::sweep`); how many.
+    pub async fn sweep_expired_forks(&self, parent: &Scope) -> Result<usize> {
+        crate::forks::sweep::sweep_expired_forks(
+            self.forks.stored().as_ref(),
+            self.fork_eraser().as_ref(),
+            parent,
+            self.clock.now_ms(),
+        )
+        .await
     }
 
     /// Every fork of the caller's workspace (for deleting the workspace).

@@ -206,14 +206,20 @@ impl WorkspaceService {
             }
         }
         let record_bytes = serde_json::to_vec(&listed).map_or(usize::MAX, |v| v.len());
-        if record_bytes > MAX_SNAPSHOT_RECORD_BYTES {
+        // A fork's base may be split over several items (DynamoDB), up to its own bound.
+        let most = if options.fork_base {
+            crate::forks::MAX_FORK_BASE_BYTES
+        } else {
+            MAX_SNAPSHOT_RECORD_BYTES
+        };
+        if record_bytes > most {
             return Err(WorkspaceError::TooLarge {
                 message: format!(
                     "a snapshot of {} files needs a {record_bytes}-byte record; at most \
-                     {MAX_SNAPSHOT_RECORD_BYTES} bytes fit (shorter paths or fewer files)",
+                     {most} bytes fit (shorter paths or fewer files)",
                     heads.len()
                 ),
-                limit: MAX_SNAPSHOT_RECORD_BYTES as u64,
+                limit: most as u64,
             });
         }
         if let Some(h) = heads

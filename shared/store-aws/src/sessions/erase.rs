@@ -1,5 +1,5 @@
-//! Bulk deletes: DynamoDB items by key (BatchWriteItem, 25 at a time, unprocessed items
-//! retried) and every S3 object version and delete marker under a prefix.
+//! Bulk deletes: DynamoDB items by key (`paging::batch_write`) and every S3 object version
+//! and delete marker under a prefix.
 
 use super::DynamoSessions;
 use crate::aws_err;
@@ -13,50 +13,22 @@ use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use workspace_core::sessions::ports::BodyEraser;
 use workspace_core::{Result, WorkspaceError};
 
-/// BatchWriteItem takes at most 25 requests.
-const BATCH: usize = 25;
-/// Rounds of retrying unprocessed items before giving up (the caller can simply retry).
-const MAX_ROUNDS: usize = 20;
-
 impl DynamoSessions {
     /// Deletes the items with these keys; returns how many were asked for.
     pub(crate) async fn delete_keys(&self, keys: Vec<(String, String)>) -> Result<u64> {
         let total = keys.len() as u64;
-        for chunk in keys.chunks(BATCH) {
-            let mut pending: Vec<WriteRequest> = chunk
-                .iter()
-                .map(|(pk, sk)| {
-                    DeleteRequest::builder()
-                        .key("pk", s(pk))
-                        .key("sk", s(sk))
-                        .build()
-                        .map(|d| WriteRequest::builder().delete_request(d).build())
-                        .map_err(aws_err)
-                })
-                .collect::<Result<_>>()?;
-            for round in 0.. {
-                if pending.is_empty() {
-                    break;
-                }
-                if round == MAX_ROUNDS {
-                    return Err(WorkspaceError::internal("items stayed unprocessed"));
-                }
-                let out = self
-                    .client
-                    .batch_write_item()
-                    .request_items(&self.table, pending)
-                    .send()
-                    .await
-                    .map_err(aws_err)?;
-                pending = out
-                    .unprocessed_items
-                    .and_then(|mut m| m.remove(&self.table))
-                    .unwrap_or_default();
-                if !pending.is_empty() {
-                    tokio::time::sleep(std::time::Duration::from_millis(50 << round.min(5))).await;
-                }
-            }
-        }
+        let requests = keys
+            .iter()
+            .map(|(pk, sk)| {
+                DeleteRequest::builder()
+                    .key("pk", s(pk))
+                    .key("sk", s(sk))
+                    .build()
+                    .map(|d| WriteRequest::builder().delete_request(d).build())
+                    .map_err(aws_err)
+            })
+            .collect::<Result<_>>()?;
+        crate::paging::batch_write(&self.client, &self.table, requests).await?;
         Ok(total)
     }
 }
