@@ -23,6 +23,39 @@ pub fn build_local_server() -> PathBuf {
     crate::bin_dir().join("workspace-local")
 }
 
+/// The local server and the `ws` CLI, built once per test binary.
+pub struct Binaries {
+    pub server: PathBuf,
+    pub ws: PathBuf,
+}
+
+/// Builds `workspace-local` and `ws` once (debug, the shared target directory).
+pub fn binaries() -> &'static Binaries {
+    static BINARIES: std::sync::OnceLock<Binaries> = std::sync::OnceLock::new();
+    BINARIES.get_or_init(|| {
+        let status = Command::new(env!("CARGO"))
+            .current_dir(root())
+            .args([
+                "build",
+                "--quiet",
+                "--bin",
+                "workspace-local",
+                "--bin",
+                "ws",
+            ])
+            .status()
+            .expect("cargo build");
+        assert!(
+            status.success(),
+            "cargo build --bin workspace-local --bin ws"
+        );
+        Binaries {
+            server: crate::bin_dir().join("workspace-local"),
+            ws: crate::bin_dir().join("ws"),
+        }
+    })
+}
+
 pub struct LocalServer {
     child: Child,
     /// `127.0.0.1:<port>`.

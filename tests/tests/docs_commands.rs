@@ -38,8 +38,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use workspace_tests::local::LocalServer;
-use workspace_tests::{bin_dir, root};
+use workspace_tests::local::{binaries, LocalServer};
+use workspace_tests::root;
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// The address the docs use for the local server.
@@ -783,38 +783,6 @@ fn check_against_help(
         }
     }
     Ok((path, positionals))
-}
-
-struct Binaries {
-    server: PathBuf,
-    ws: PathBuf,
-}
-
-/// Builds `workspace-local` and `ws` once (debug, the shared target directory).
-fn binaries() -> &'static Binaries {
-    static BINARIES: OnceLock<Binaries> = OnceLock::new();
-    BINARIES.get_or_init(|| {
-        let status = Command::new(env!("CARGO"))
-            .current_dir(root())
-            .args([
-                "build",
-                "--quiet",
-                "--bin",
-                "workspace-local",
-                "--bin",
-                "ws",
-            ])
-            .status()
-            .expect("cargo build");
-        assert!(
-            status.success(),
-            "cargo build --bin workspace-local --bin ws"
-        );
-        Binaries {
-            server: bin_dir().join("workspace-local"),
-            ws: bin_dir().join("ws"),
-        }
-    })
 }
 
 /// The packages of the workspace with their targets by kind (`bin`, `example`, ...).

@@ -8,10 +8,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, OnceLock};
+use std::sync::mpsc;
 use std::time::Duration;
-use workspace_tests::local::LocalServer;
-use workspace_tests::{bin_dir, root};
+use workspace_tests::local::{binaries, LocalServer};
 
 /// Bound to `local/default`.
 const KEY: &str = "ws-cli-key-aaaaaaaaaaaaaaaa";
@@ -22,38 +21,6 @@ const TENANT_KEY: &str = "ws-cli-tenant-cccccccccccccccc";
 const MAX_FILE_BYTES: usize = 4096;
 /// How long a test waits for a line of `ws watch` before failing.
 const WAIT: Duration = Duration::from_secs(30);
-
-struct Binaries {
-    server: PathBuf,
-    ws: PathBuf,
-}
-
-/// Builds both binaries once per test run (the shared target directory, debug).
-fn binaries() -> &'static Binaries {
-    static BINARIES: OnceLock<Binaries> = OnceLock::new();
-    BINARIES.get_or_init(|| {
-        let status = Command::new(env!("CARGO"))
-            .current_dir(root())
-            .args([
-                "build",
-                "--quiet",
-                "--bin",
-                "workspace-local",
-                "--bin",
-                "ws",
-            ])
-            .status()
-            .expect("cargo build");
-        assert!(
-            status.success(),
-            "cargo build --bin workspace-local --bin ws"
-        );
-        Binaries {
-            server: bin_dir().join("workspace-local"),
-            ws: bin_dir().join("ws"),
-        }
-    })
-}
 
 struct Server {
     _process: LocalServer,
