@@ -26,7 +26,14 @@ def quantiles(ms):
 
 async def measure(s, n, write_args, read_tool, read_args):
     await s.initialize()
-    writes, reads = [], []
+    # A ping is a whole MCP round trip through the same client and transport with no tool
+    # behind it: the part of every call that is the client's and the transport's, not the
+    # server's work (the floor under any ratio of tool calls).
+    pings, writes, reads = [], [], []
+    for i in range(n):
+        t = time.perf_counter()
+        await s.send_ping()
+        pings.append((time.perf_counter() - t) * 1000)
     for i in range(n):
         t = time.perf_counter()
         r = await s.call_tool("write_file", write_args(i))
@@ -37,7 +44,7 @@ async def measure(s, n, write_args, read_tool, read_args):
         r = await s.call_tool(read_tool, read_args(i))
         reads.append((time.perf_counter() - t) * 1000)
         assert not r.is_error, r
-    return {"write": quantiles(writes), "read": quantiles(reads)}
+    return {"ping": quantiles(pings), "write": quantiles(writes), "read": quantiles(reads)}
 
 
 async def main(a):
