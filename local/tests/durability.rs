@@ -129,4 +129,91 @@ async fn acknowledged_writes_survive_sigkill() {
     )
     .await;
     assert_eq!(r.status(), 404, "the acknowledged delete survived too");
+
+    // Nothing unacknowledged is half there: every in-flight file the restarted server
+    // lists (acknowledged or not) reads back whole, with exactly what its writer sent, at
+    // version 1, and the change log names exactly those files.
+    let mut listed = Vec::new();
+    let mut next: Option<String> = None;
+    loop {
+        let token = next
+            .as_deref()
+            .map_or(String::new(), |t| format!("&nextToken={t}"));
+        let page: Value = common::get_with(
+            &c,
+            format!(
+                "{}/v1/host/workspace/files?prefix=inflight/&limit=100{token}",
+                s.base
+            ),
+            &key,
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+        for f in page["files"].as_array().expect("a page of files") {
+            listed.push(f["path"].as_str().unwrap().to_owned());
+        }
+        next = page["nextToken"].as_str().map(str::to_owned);
+        if next.is_none() {
+            break;
+        }
+    }
+    let acked_inflight = acked
+        .keys()
+        .filter(|(p, _)| p.starts_with("inflight/"))
+        .count();
+    assert!(listed.len() >= acked_inflight, "{listed:?}");
+    for path in &listed {
+        let (w, i) = path
+            .strip_prefix("inflight/")
+            .and_then(|p| p.strip_suffix(".md"))
+            .and_then(|p| p.split_once('-'))
+            .expect("an in-flight path");
+        let r = common::get_with(
+            &c,
+            format!("{}/v1/host/workspace/files/{path}", s.base),
+            &key,
+        )
+        .await;
+        assert_eq!(r.status(), 200, "{path} is listed but cannot be read");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(
+            v["content"].as_str(),
+            Some(format!("w{w} i{i}").as_str()),
+            "{path}: {v}"
+        );
+        assert_eq!(v["version"].as_u64(), Some(1), "{path}: {v}");
+    }
+    let mut logged = std::collections::BTreeSet::new();
+    let mut next: Option<String> = None;
+    loop {
+        let token = next
+            .as_deref()
+            .map_or(String::new(), |t| format!("&nextToken={t}"));
+        let page: Value = common::get_with(
+            &c,
+            format!(
+                "{}/v1/host/workspace/changes?prefix=inflight/&limit=100{token}",
+                s.base
+            ),
+            &key,
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+        for e in page["changes"].as_array().expect("a page of changes") {
+            logged.insert(e["path"].as_str().unwrap().to_owned());
+        }
+        next = page["nextToken"].as_str().map(str::to_owned);
+        if next.is_none() {
+            break;
+        }
+    }
+    let listed: std::collections::BTreeSet<String> = listed.into_iter().collect();
+    assert_eq!(
+        logged, listed,
+        "the change log names exactly the files that are there"
+    );
 }
