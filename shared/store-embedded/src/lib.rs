@@ -279,7 +279,11 @@ fn write_in(txn: &redb::WriteTransaction, c: &Commit) -> Result<CommitOutcome> {
             .map_err(db_err)?;
 
         let mut versions = txn.open_table(VERSIONS).map_err(db_err)?;
-        let mut pruned = Vec::new();
+        // Bodies live in the same database: a pruned item's body goes in this transaction,
+        // so a write past retention costs no second transaction (and fsync) on its request
+        // path, and no body outlives its version item after a crash. Nothing is left for
+        // the caller to delete.
+        let mut bodies = txn.open_table(BODIES).map_err(db_err)?;
         // Retention skips the items a live snapshot pins (the new head's pins).
         let pinned: Vec<u64> = c.head.pins.iter().map(|p| p.seq).collect();
         let stale = versions
@@ -291,7 +295,9 @@ fn write_in(txn: &redb::WriteTransaction, c: &Commit) -> Result<CommitOutcome> {
         for item in stale {
             let (_, v) = item.map_err(db_err)?;
             if let Some(body) = decode::<VersionRecord>(v.value())?.body {
-                pruned.push(body);
+                bodies
+                    .remove((body.key.as_str(), body.version_id.as_str()))
+                    .map_err(db_err)?;
             }
         }
         versions
@@ -310,7 +316,7 @@ fn write_in(txn: &redb::WriteTransaction, c: &Commit) -> Result<CommitOutcome> {
             idem.insert(k.as_str(), encode(rec)?.as_slice())
                 .map_err(db_err)?;
         }
-        CommitOutcome::Committed { pruned }
+        CommitOutcome::Committed { pruned: Vec::new() }
     };
     // The change's event and change-log entry, in the same transaction: all land or none.
     let event = WorkspaceEvent::scope_of(&c.scope, c.path.as_str(), &c.version);
