@@ -203,6 +203,22 @@ def quantile_ms(times):
     return times[len(times) // 2] * 1000, times[min(len(times) - 1, int(len(times) * 0.99))] * 1000
 
 
+def fsync_floor(folder, n):
+    """The durability floor on this disk: 1 KiB appended to a file, then fdatasync, p50/p99
+    over n rounds. No durable write can cost less; the peer skips it."""
+    times = []
+    fd = os.open(os.path.join(folder, "fsync-floor"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        for _ in range(n):
+            t = time.perf_counter()
+            os.write(fd, b"x" * 1024)
+            os.fdatasync(fd)
+            times.append(time.perf_counter() - t)
+    finally:
+        os.close(fd)
+    return quantile_ms(times)
+
+
 def search_costs(bin_dir, smoke):
     """Search over a generated workspace: keyword and exact p50/p99 against the MCP grep tool
     and ripgrep over the same files on disk (the floor); PUT with and without the index;
@@ -293,6 +309,9 @@ def main():
             for op in ["put", "get", "list"]:
                 for clients in [1, 16]:
                     http[(op, clients)] = load(bin_dir, base, key, op, clients, n, prefix="bench/")
+            # 20 paths rewritten n times: most of these writes prune a version past the 20
+            # each path keeps (maxVersions), which the same commit does.
+            rewrites = load(bin_dir, base, key, "put", 1, n, paths=20, prefix="bench/")
             big_files = 200 if a.smoke else 10000
             load(bin_dir, base, KEYS["big"], "put", 16, big_files, paths=big_files)
             load(bin_dir, base, KEYS["small"], "put", 16, 100, paths=100)
@@ -308,6 +327,7 @@ def main():
                  "--peer-js", peer_js, "--peer-dir", peer_dir, "--base", base, "--key", key,
                  "--n", str(20 if a.smoke else 500)],
                 check=True, capture_output=True, text=True).stdout)
+            fsync = fsync_floor(data, 50 if a.smoke else 1000)
             console = json.loads(subprocess.run(
                 [sys.executable, os.path.join(ROOT, "bench", "console.py"), "--base", base,
                  "--key", KEYS["small"], "--rounds", str(3 if a.smoke else 15)],
@@ -324,6 +344,8 @@ def main():
     for (op, clients), r in http.items():
         what = {"put": "HTTP PUT 1 KiB", "get": "HTTP GET 1 KiB", "list": "HTTP list, page of 100"}[op]
         print(f"| {what}, {clients} client{'s' if clients > 1 else ''} | {r['p50Ms']:.2f} | {r['p99Ms']:.2f} | {r['perSecond']:,.0f} | |")
+    print(f"| HTTP PUT 1 KiB, 1 client, 20 paths each rewritten {n // 20:,} times (past the 20 versions kept) | "
+          f"{rewrites['p50Ms']:.2f} | {rewrites['p99Ms']:.2f} | {rewrites['perSecond']:,.0f} | |")
     print(f"| page of 100 from {big_files:,} files / from 100 | {big['p50Ms']:.2f} / {small['p50Ms']:.2f} | "
           f"{big['p99Ms']:.2f} / {small['p99Ms']:.2f} | | {big['p50Ms'] / small['p50Ms']:.2f}× (p50) |")
     created, merged = forks
@@ -343,6 +365,7 @@ def main():
         for c, calls in aws_forks["merged"].items():
             print(f"| AWS calls: merge {c} changed file{'s' if int(c) > 1 else ''} into a workspace of "
                   f"{aws_forks['mergeWorkspace']:,} files (moto) | | | | {calls:,} calls |")
+    print(f"| 1 KiB appended and fdatasync'd (the durability floor on this disk) | {fsync[0]:.2f} | {fsync[1]:.2f} | | |")
     pp = mcp["peer_stdio"]["ping"]
     for mode in ["stdio", "http"]:
         o = mcp[f"ours_{mode}"]["ping"]
