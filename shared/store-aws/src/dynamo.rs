@@ -33,7 +33,7 @@
 
 pub(crate) use crate::aws_err;
 use crate::items::{self, n, s, Item};
-use crate::keys;
+use crate::layout;
 use crate::paging::read_pages;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
@@ -166,16 +166,16 @@ impl DynamoMeta {
         limit: usize,
         tombstones: bool,
     ) -> Result<Vec<Head>> {
-        let pk = keys::partition(scope);
+        let pk = layout::partition(scope);
         let start: Option<Item> = after.map(|a| {
             Item::from([
                 ("pk".to_owned(), s(pk.clone())),
-                ("sk".to_owned(), s(keys::head_sk(a.as_str()))),
+                ("sk".to_owned(), s(layout::head_sk(a.as_str()))),
             ])
         });
         let mut values = std::collections::HashMap::from([
             (":pk".to_owned(), s(pk.clone())),
-            (":prefix".to_owned(), s(keys::head_sk(prefix.as_str()))),
+            (":prefix".to_owned(), s(layout::head_sk(prefix.as_str()))),
         ]);
         if !tombstones {
             values.insert(":false".to_owned(), AttributeValue::Bool(false));
@@ -239,13 +239,13 @@ impl DynamoMeta {
         let mut parts = Vec::new();
         let mut ops = Vec::new();
         for (i, c) in commits.iter().enumerate() {
-            let pk = keys::partition(&c.scope);
+            let pk = layout::partition(&c.scope);
             let path = c.path.as_str();
             let (cond, values) = head_condition(c.expect);
             let mut put = self.put(items::head_item(
                 &c.scope,
                 pk.clone(),
-                keys::head_sk(path),
+                layout::head_sk(path),
                 &c.head,
             ))?;
             put.condition_expression = Some(cond);
@@ -259,7 +259,7 @@ impl DynamoMeta {
             let version = items::version_item(
                 &c.scope,
                 pk.clone(),
-                keys::version_sk(path, c.version.seq),
+                layout::version_sk(path, c.version.seq),
                 path,
                 &c.version,
             );
@@ -267,8 +267,12 @@ impl DynamoMeta {
             parts.push((i, Part::Version));
 
             let change = Change::of_commit(&c.path, &c.version);
-            let change =
-                items::change_item(&c.scope, pk.clone(), keys::change_sk(&change.key), &change);
+            let change = items::change_item(
+                &c.scope,
+                pk.clone(),
+                layout::change_sk(&change.key),
+                &change,
+            );
             ops.push(TransactWriteItem::builder().put(self.put(change)?).build());
             parts.push((i, Part::Change));
 
@@ -277,7 +281,7 @@ impl DynamoMeta {
                 let item = items::idempotency_item(
                     &c.scope,
                     pk.clone(),
-                    keys::idempotency_sk(&rec.key),
+                    layout::idempotency_sk(&rec.key),
                     rec,
                     expires,
                 )?;
@@ -301,7 +305,7 @@ impl DynamoMeta {
                 let del = Delete::builder()
                     .table_name(&self.table)
                     .key("pk", s(pk.clone()))
-                    .key("sk", s(keys::version_sk(path, seq)))
+                    .key("sk", s(layout::version_sk(path, seq)))
                     .build()
                     .map_err(aws_err)?;
                 ops.push(TransactWriteItem::builder().delete(del).build());
@@ -342,8 +346,8 @@ impl DynamoMeta {
             };
             let mut upd = Update::builder()
                 .table_name(&self.table)
-                .key("pk", s(keys::partition(scope)))
-                .key("sk", s(keys::COUNT_SK))
+                .key("pk", s(layout::partition(scope)))
+                .key("sk", s(layout::COUNT_SK))
                 .update_expression("ADD live :delta")
                 .expression_attribute_values(":delta", n(delta));
             if let Some(limit) = limit {
@@ -379,7 +383,7 @@ impl DynamoMeta {
             checked.push(at);
             let check = ConditionCheck::builder()
                 .table_name(&self.table)
-                .key("pk", s(keys::secrets_partition(&at.tenant)))
+                .key("pk", s(layout::secrets_partition(&at.tenant)))
                 .key("sk", s(crate::secrets_table::EPOCH_SK));
             let check = if at.epoch == 0 {
                 check.condition_expression("attribute_not_exists(epoch)")
@@ -470,7 +474,7 @@ impl DynamoMeta {
 #[async_trait]
 impl MetaStore for DynamoMeta {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
-        self.get_item(keys::partition(scope), keys::head_sk(path.as_str()))
+        self.get_item(layout::partition(scope), layout::head_sk(path.as_str()))
             .await?
             .map(|i| items::head_from(&i))
             .transpose()
@@ -482,10 +486,13 @@ impl MetaStore for DynamoMeta {
         path: &FilePath,
         seq: u64,
     ) -> Result<Option<VersionRecord>> {
-        self.get_item(keys::partition(scope), keys::version_sk(path.as_str(), seq))
-            .await?
-            .map(|i| items::version_from(&i))
-            .transpose()
+        self.get_item(
+            layout::partition(scope),
+            layout::version_sk(path.as_str(), seq),
+        )
+        .await?
+        .map(|i| items::version_from(&i))
+        .transpose()
     }
 
     async fn list_live(
@@ -509,7 +516,7 @@ impl MetaStore for DynamoMeta {
     }
 
     async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
-        self.get_item(keys::partition(scope), keys::idempotency_sk(key))
+        self.get_item(layout::partition(scope), layout::idempotency_sk(key))
             .await?
             .map(|i| items::idempotency_from(&i))
             .transpose()
@@ -517,7 +524,7 @@ impl MetaStore for DynamoMeta {
 
     async fn live_count(&self, scope: &Scope) -> Result<u64> {
         Ok(self
-            .get_item(keys::partition(scope), keys::COUNT_SK.to_owned())
+            .get_item(layout::partition(scope), layout::COUNT_SK.to_owned())
             .await?
             .and_then(|i| items::get_n(&i, "live").ok())
             .unwrap_or(0))
