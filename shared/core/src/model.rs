@@ -159,6 +159,27 @@ impl SnapshotFile {
 }
 
 impl Head {
+    /// The head of `path` whose live version (or tombstone) is `v`, with `pins` at
+    /// revision `pin_rev` (what [`VersionRecord::of_head`] drops).
+    pub fn of_version(path: String, v: VersionRecord, pins: Vec<Pin>, pin_rev: u64) -> Self {
+        Self {
+            path,
+            lineage: v.lineage,
+            version: v.version,
+            seq: v.seq,
+            etag: v.etag,
+            size: v.size,
+            content_type: v.content_type,
+            updated_at: v.updated_at,
+            deleted: v.deleted,
+            body: v.body,
+            sha256: v.sha256,
+            pins,
+            pin_rev,
+            principal: v.principal,
+        }
+    }
+
     pub fn is_live(&self) -> bool {
         !self.deleted
     }

@@ -6,7 +6,7 @@
 
 use crate::aws_err;
 use crate::items::{get_n, get_s, n, s};
-use crate::keys;
+use crate::layout;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use workspace_core::cache::{CacheEntry, CacheKey, CacheStore};
@@ -39,7 +39,7 @@ impl CacheStore for DynamoCache {
         self.client
             .put_item()
             .table_name(&self.table)
-            .item("pk", s(keys::partition(scope)))
+            .item("pk", s(layout::partition(scope)))
             .item("sk", s(sk(key)))
             .item("value", s(entry.value_json))
             .item("expiresAtMs", n(entry.expires_at))
@@ -55,7 +55,7 @@ impl CacheStore for DynamoCache {
             .client
             .get_item()
             .table_name(&self.table)
-            .key("pk", s(keys::partition(scope)))
+            .key("pk", s(layout::partition(scope)))
             .key("sk", s(sk(key)))
             .consistent_read(true)
             .send()
@@ -75,7 +75,7 @@ impl CacheStore for DynamoCache {
         self.client
             .delete_item()
             .table_name(&self.table)
-            .key("pk", s(keys::partition(scope)))
+            .key("pk", s(layout::partition(scope)))
             .key("sk", s(sk(key)))
             .send()
             .await

@@ -33,13 +33,13 @@
 
 pub(crate) use crate::aws_err;
 use crate::items::{self, n, s, Item};
-use crate::keys;
+use crate::layout;
 use crate::paging::read_pages;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
+    AttributeValue, CancellationReason, ConditionCheck, Delete, Put, TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
 use workspace_core::changes::{Change, ChangePage, ChangeQuery};
@@ -166,16 +166,16 @@ impl DynamoMeta {
         limit: usize,
         tombstones: bool,
     ) -> Result<Vec<Head>> {
-        let pk = keys::partition(scope);
+        let pk = layout::partition(scope);
         let start: Option<Item> = after.map(|a| {
             Item::from([
                 ("pk".to_owned(), s(pk.clone())),
-                ("sk".to_owned(), s(keys::head_sk(a.as_str()))),
+                ("sk".to_owned(), s(layout::head_sk(a.as_str()))),
             ])
         });
         let mut values = std::collections::HashMap::from([
             (":pk".to_owned(), s(pk.clone())),
-            (":prefix".to_owned(), s(keys::head_sk(prefix.as_str()))),
+            (":prefix".to_owned(), s(layout::head_sk(prefix.as_str()))),
         ]);
         if !tombstones {
             values.insert(":false".to_owned(), AttributeValue::Bool(false));
@@ -227,91 +227,188 @@ fn action_bytes(op: &TransactWriteItem) -> usize {
     }
 }
 
+/// The actions of one `TransactWriteItems`, each with the commit and the part of it that
+/// it is (so a cancellation reason, which DynamoDB gives per action, names a commit).
+#[derive(Default)]
+struct Transaction {
+    ops: Vec<TransactWriteItem>,
+    parts: Vec<(usize, Part)>,
+}
+
+impl Transaction {
+    fn push(&mut self, commit: usize, part: Part, op: TransactWriteItem) {
+        self.ops.push(op);
+        self.parts.push((commit, part));
+    }
+
+    /// Whether DynamoDB takes it in one call (at most 100 actions, about 4 MB).
+    fn fits(&self) -> bool {
+        self.ops.len() <= MAX_TRANSACTION_ACTIONS
+            && self.ops.iter().map(action_bytes).sum::<usize>() <= MAX_TRANSACTION_BYTES
+    }
+}
+
+/// The first commit of a batch redacted under another secrets epoch than an earlier commit
+/// of the same tenant: one of the two is stale, so the batch cannot hold.
+fn mixed_secrets_epochs(commits: &[Commit]) -> Option<usize> {
+    commits.iter().enumerate().find_map(|(i, c)| {
+        let at = c.secrets_epoch.as_ref()?;
+        commits[..i]
+            .iter()
+            .filter_map(|e| e.secrets_epoch.as_ref())
+            .any(|e| e.tenant == at.tenant && e.epoch != at.epoch)
+            .then_some(i)
+    })
+}
+
+/// Why DynamoDB cancelled a transaction, read from its reasons (one per action, in the
+/// order of `parts`): the commit it refuses and what the service is told. A failed
+/// idempotency condition is only `KeyTaken` here: the caller reads the record that holds
+/// the key.
+fn refusal(reasons: &[CancellationReason], parts: &[(usize, Part)]) -> Result<(usize, Refusal)> {
+    let failed: Vec<((usize, Part), &str)> = reasons
+        .iter()
+        .zip(parts)
+        .filter_map(|(r, p)| r.code().filter(|c| *c != "None").map(|c| (*p, c)))
+        .collect();
+    let find = |part: Part| {
+        failed
+            .iter()
+            .find(|((_, p), code)| *p == part && *code == "ConditionalCheckFailed")
+            .map(|((i, _), _)| *i)
+    };
+    let conflict = failed
+        .iter()
+        .find(|(_, c)| *c == "TransactionConflict")
+        .map(|((i, _), _)| *i);
+    if let Some(i) = find(Part::SecretsEpoch) {
+        Ok((i, Refusal::Outcome(CommitOutcome::SecretsMoved)))
+    } else if let Some(i) = find(Part::Head).or(conflict) {
+        Ok((i, Refusal::Outcome(CommitOutcome::HeadMoved)))
+    } else if let Some(i) = find(Part::Idempotency) {
+        Ok((i, Refusal::KeyTaken))
+    } else if let Some(i) = find(Part::Count) {
+        Ok((i, Refusal::Outcome(CommitOutcome::TooManyFiles)))
+    } else {
+        Err(WorkspaceError::internal(format!(
+            "transaction cancelled: {failed:?}"
+        )))
+    }
+}
+
+/// What a cancelled transaction tells one commit.
+enum Refusal {
+    Outcome(CommitOutcome),
+    /// Its idempotency key is held by a live record (or was, a moment ago).
+    KeyTaken,
+}
+
 impl DynamoMeta {
-    /// The actions of one transaction that applies `commits` (each the parts of one
-    /// commit, in order; the live-file counter and the secrets epoch checked once for all),
-    /// and which commit and part each action is.
-    #[allow(clippy::type_complexity)]
-    fn transaction(
-        &self,
-        commits: &[Commit],
-    ) -> Result<(Vec<TransactWriteItem>, Vec<(usize, Part)>)> {
-        let mut parts = Vec::new();
-        let mut ops = Vec::new();
+    /// The one transaction that applies `commits` (each the parts of one commit, in order;
+    /// the live-file counter and the secrets epoch checked once for all). The caller has
+    /// refused a batch of mixed secrets epochs (`mixed_secrets_epochs`).
+    fn transaction(&self, commits: &[Commit]) -> Result<Transaction> {
+        let mut tx = Transaction::default();
         for (i, c) in commits.iter().enumerate() {
-            let pk = keys::partition(&c.scope);
-            let path = c.path.as_str();
-            let (cond, values) = head_condition(c.expect);
-            let mut put = self.put(items::head_item(
-                &c.scope,
-                pk.clone(),
-                keys::head_sk(path),
-                &c.head,
-            ))?;
-            put.condition_expression = Some(cond);
-            if !values.is_empty() {
-                put.expression_attribute_values =
-                    Some(values.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
-            }
-            ops.push(TransactWriteItem::builder().put(put).build());
-            parts.push((i, Part::Head));
+            self.commit_actions(i, c, &mut tx)?;
+        }
+        self.count_updates(commits, &mut tx)?;
+        self.secrets_checks(commits, &mut tx)?;
+        Ok(tx)
+    }
 
-            let version = items::version_item(
+    /// Steps 1, 2, 4 and 5 of the protocol for commit `i`, and its change-log entry.
+    fn commit_actions(&self, i: usize, c: &Commit, tx: &mut Transaction) -> Result<()> {
+        let pk = layout::partition(&c.scope);
+        let path = c.path.as_str();
+
+        // 1. The head, conditioned on the head the service saw (→ `HeadMoved`).
+        let (cond, values) = head_condition(c.expect);
+        let mut put = self.put(items::head_item(
+            &c.scope,
+            pk.clone(),
+            layout::head_sk(path),
+            &c.head,
+        ))?;
+        put.condition_expression = Some(cond);
+        if !values.is_empty() {
+            put.expression_attribute_values =
+                Some(values.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
+        }
+        tx.push(i, Part::Head, TransactWriteItem::builder().put(put).build());
+
+        // 2. The version item, and the change-log entry beside it.
+        let version = items::version_item(
+            &c.scope,
+            pk.clone(),
+            layout::version_sk(path, c.version.seq),
+            path,
+            &c.version,
+        );
+        let version = TransactWriteItem::builder().put(self.put(version)?).build();
+        tx.push(i, Part::Version, version);
+        let change = Change::of_commit(&c.path, &c.version);
+        let change = items::change_item(
+            &c.scope,
+            pk.clone(),
+            layout::change_sk(&change.key),
+            &change,
+        );
+        let change = TransactWriteItem::builder().put(self.put(change)?).build();
+        tx.push(i, Part::Change, change);
+
+        // 4. The idempotency record, unless a live one exists (→ `KeyUsed`).
+        if let Some(rec) = &c.idempotency {
+            let expires = rec.created_at / 1000 + IDEMPOTENCY_TTL_SECS;
+            let item = items::idempotency_item(
                 &c.scope,
                 pk.clone(),
-                keys::version_sk(path, c.version.seq),
-                path,
-                &c.version,
+                layout::idempotency_sk(&rec.key),
+                rec,
+                expires,
+            )?;
+            let mut put = self.put(item)?;
+            put.condition_expression =
+                Some("attribute_not_exists(pk) OR createdAt <= :valid_after".into());
+            put.expression_attribute_values =
+                Some([(":valid_after".to_owned(), n(c.idempotency_valid_after))].into());
+            tx.push(
+                i,
+                Part::Idempotency,
+                TransactWriteItem::builder().put(put).build(),
             );
-            ops.push(TransactWriteItem::builder().put(self.put(version)?).build());
-            parts.push((i, Part::Version));
-
-            let change = Change::of_commit(&c.path, &c.version);
-            let change =
-                items::change_item(&c.scope, pk.clone(), keys::change_sk(&change.key), &change);
-            ops.push(TransactWriteItem::builder().put(self.put(change)?).build());
-            parts.push((i, Part::Change));
-
-            if let Some(rec) = &c.idempotency {
-                let expires = rec.created_at / 1000 + IDEMPOTENCY_TTL_SECS;
-                let item = items::idempotency_item(
-                    &c.scope,
-                    pk.clone(),
-                    keys::idempotency_sk(&rec.key),
-                    rec,
-                    expires,
-                )?;
-                let mut put = self.put(item)?;
-                put.condition_expression =
-                    Some("attribute_not_exists(pk) OR createdAt <= :valid_after".into());
-                put.expression_attribute_values =
-                    Some([(":valid_after".to_owned(), n(c.idempotency_valid_after))].into());
-                ops.push(TransactWriteItem::builder().put(put).build());
-                parts.push((i, Part::Idempotency));
-            }
-
-            let pinned = |seq: u64| c.head.pins.iter().any(|p| p.seq == seq);
-            let mut doomed: Vec<u64> = c.released.clone();
-            if c.retain_from_seq > 1 && !pinned(c.retain_from_seq - 1) {
-                doomed.push(c.retain_from_seq - 1);
-            }
-            doomed.sort_unstable();
-            doomed.dedup();
-            for seq in doomed {
-                let del = Delete::builder()
-                    .table_name(&self.table)
-                    .key("pk", s(pk.clone()))
-                    .key("sk", s(keys::version_sk(path, seq)))
-                    .build()
-                    .map_err(aws_err)?;
-                ops.push(TransactWriteItem::builder().delete(del).build());
-                parts.push((i, Part::Prune));
-            }
         }
 
-        // Each scope's live-file counter, once: the commits' deltas added up, on condition
-        // that every commit adding a file finds the scope below its `max_files` as the
-        // commits before it leave the counter (live + before < max, for each).
+        // 5. The version item that falls out of the retention window unless the new head's
+        // pins name it, and the items `released` lets go.
+        let pinned = |seq: u64| c.head.pins.iter().any(|p| p.seq == seq);
+        let mut doomed: Vec<u64> = c.released.clone();
+        if c.retain_from_seq > 1 && !pinned(c.retain_from_seq - 1) {
+            doomed.push(c.retain_from_seq - 1);
+        }
+        doomed.sort_unstable();
+        doomed.dedup();
+        for seq in doomed {
+            let del = Delete::builder()
+                .table_name(&self.table)
+                .key("pk", s(pk.clone()))
+                .key("sk", s(layout::version_sk(path, seq)))
+                .build()
+                .map_err(aws_err)?;
+            tx.push(
+                i,
+                Part::Prune,
+                TransactWriteItem::builder().delete(del).build(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Step 3 of the protocol: each scope's live-file counter, once; the commits' deltas
+    /// added up, on condition that every commit adding a file finds the scope below its
+    /// `max_files` as the commits before it leave the counter (live + before < max, for
+    /// each) (→ `TooManyFiles`).
+    fn count_updates(&self, commits: &[Commit], tx: &mut Transaction) -> Result<()> {
         let mut scopes: Vec<&Scope> = Vec::new();
         for c in commits {
             if !scopes.contains(&&c.scope) {
@@ -342,8 +439,8 @@ impl DynamoMeta {
             };
             let mut upd = Update::builder()
                 .table_name(&self.table)
-                .key("pk", s(keys::partition(scope)))
-                .key("sk", s(keys::COUNT_SK))
+                .key("pk", s(layout::partition(scope)))
+                .key("sk", s(layout::COUNT_SK))
                 .update_expression("ADD live :delta")
                 .expression_attribute_values(":delta", n(delta));
             if let Some(limit) = limit {
@@ -351,35 +448,30 @@ impl DynamoMeta {
                     .condition_expression("attribute_not_exists(live) OR live <= :most")
                     .expression_attribute_values(":most", n(limit));
             }
-            ops.push(
-                TransactWriteItem::builder()
-                    .update(upd.build().map_err(aws_err)?)
-                    .build(),
-            );
-            parts.push((owner, Part::Count));
+            let upd = TransactWriteItem::builder()
+                .update(upd.build().map_err(aws_err)?)
+                .build();
+            tx.push(owner, Part::Count, upd);
         }
+        Ok(())
+    }
 
-        // The content was redacted with the tenant's secrets as of this epoch: a secret
-        // registered since fails the commit (see `secrets_table.rs`). One check per tenant.
+    /// The content was redacted with the tenant's secrets as of an epoch: a secret
+    /// registered since fails the commit (see `secrets_table.rs`, → `SecretsMoved`). One
+    /// check per tenant, owned by its first commit that names an epoch.
+    fn secrets_checks(&self, commits: &[Commit], tx: &mut Transaction) -> Result<()> {
         let mut checked: Vec<&workspace_core::ports::SecretsEpoch> = Vec::new();
         for (i, c) in commits.iter().enumerate() {
             let Some(at) = &c.secrets_epoch else {
                 continue;
             };
-            if let Some(seen) = checked.iter().find(|e| e.tenant == at.tenant) {
-                if seen.epoch != at.epoch {
-                    // Two epochs of one tenant: one is stale, so the batch cannot hold.
-                    return Err(WorkspaceError::Conflict {
-                        message: "secrets moved".to_owned(),
-                        current_version: i as u64,
-                    });
-                }
+            if checked.iter().any(|e| e.tenant == at.tenant) {
                 continue;
             }
             checked.push(at);
             let check = ConditionCheck::builder()
                 .table_name(&self.table)
-                .key("pk", s(keys::secrets_partition(&at.tenant)))
+                .key("pk", s(layout::secrets_partition(&at.tenant)))
                 .key("sk", s(crate::secrets_table::EPOCH_SK));
             let check = if at.epoch == 0 {
                 check.condition_expression("attribute_not_exists(epoch)")
@@ -388,89 +480,61 @@ impl DynamoMeta {
                     .condition_expression("epoch = :epoch")
                     .expression_attribute_values(":epoch", n(at.epoch))
             };
-            ops.push(
-                TransactWriteItem::builder()
-                    .condition_check(check.build().map_err(aws_err)?)
-                    .build(),
-            );
-            parts.push((i, Part::SecretsEpoch));
+            let check = TransactWriteItem::builder()
+                .condition_check(check.build().map_err(aws_err)?)
+                .build();
+            tx.push(i, Part::SecretsEpoch, check);
         }
-        Ok((ops, parts))
+        Ok(())
     }
 
-    /// Runs the transaction of `commits` and tells what happened.
+    /// Runs the transaction of `commits` (`commit` is a batch of one) and tells what
+    /// happened.
     async fn transact(&self, commits: &[Commit]) -> Result<BatchOutcome> {
-        let (ops, parts) = match self.transaction(commits) {
-            Ok(built) => built,
-            Err(WorkspaceError::Conflict {
-                current_version, ..
-            }) => {
-                return Ok(BatchOutcome::Refused {
-                    index: current_version as usize,
-                    outcome: CommitOutcome::SecretsMoved,
-                })
-            }
-            Err(e) => return Err(e),
-        };
+        if let Some(index) = mixed_secrets_epochs(commits) {
+            let outcome = CommitOutcome::SecretsMoved;
+            return Ok(BatchOutcome::Refused { index, outcome });
+        }
+        let tx = self.transaction(commits)?;
         let res = self
             .client
             .transact_write_items()
-            .set_transact_items(Some(ops))
+            .set_transact_items(Some(tx.ops))
             .send()
             .await;
-        let refused = |index: usize, outcome| Ok(BatchOutcome::Refused { index, outcome });
-        match res {
-            Ok(_) => Ok(BatchOutcome::Committed { pruned: Vec::new() }),
+        let reasons = match res {
+            Ok(_) => return Ok(BatchOutcome::Committed { pruned: Vec::new() }),
             Err(SdkError::ServiceError(e)) => match e.err() {
                 TransactWriteItemsError::TransactionCanceledException(tc) => {
-                    let failed: Vec<((usize, Part), &str)> = tc
-                        .cancellation_reasons()
-                        .iter()
-                        .zip(&parts)
-                        .filter_map(|(r, p)| r.code().filter(|c| *c != "None").map(|c| (*p, c)))
-                        .collect();
-                    let find = |part: Part| {
-                        failed
-                            .iter()
-                            .find(|((_, p), code)| *p == part && *code == "ConditionalCheckFailed")
-                            .map(|((i, _), _)| *i)
-                    };
-                    let conflict = failed
-                        .iter()
-                        .find(|(_, c)| *c == "TransactionConflict")
-                        .map(|((i, _), _)| *i);
-                    if let Some(i) = find(Part::SecretsEpoch) {
-                        refused(i, CommitOutcome::SecretsMoved)
-                    } else if let Some(i) = find(Part::Head).or(conflict) {
-                        refused(i, CommitOutcome::HeadMoved)
-                    } else if let Some(i) = find(Part::Idempotency) {
-                        let c = &commits[i];
-                        let key = c.idempotency.as_ref().map(|r| r.key.as_str()).unwrap_or("");
-                        match self.idempotency(&c.scope, key).await? {
-                            Some(rec) => refused(i, CommitOutcome::KeyUsed(rec)),
-                            None => refused(i, CommitOutcome::HeadMoved),
-                        }
-                    } else if let Some(i) = find(Part::Count) {
-                        refused(i, CommitOutcome::TooManyFiles)
-                    } else {
-                        Err(WorkspaceError::internal(format!(
-                            "transaction cancelled: {failed:?}"
-                        )))
-                    }
+                    tc.cancellation_reasons().to_vec()
                 }
-                other => Err(WorkspaceError::internal(format!(
-                    "TransactWriteItems: {other}"
-                ))),
+                other => {
+                    return Err(WorkspaceError::internal(format!(
+                        "TransactWriteItems: {other}"
+                    )))
+                }
             },
-            Err(e) => Err(aws_err(e)),
-        }
+            Err(e) => return Err(aws_err(e)),
+        };
+        let (index, outcome) = match refusal(&reasons, &tx.parts)? {
+            (i, Refusal::Outcome(outcome)) => (i, outcome),
+            (i, Refusal::KeyTaken) => {
+                let c = &commits[i];
+                let key = c.idempotency.as_ref().map(|r| r.key.as_str()).unwrap_or("");
+                match self.idempotency(&c.scope, key).await? {
+                    Some(rec) => (i, CommitOutcome::KeyUsed(rec)),
+                    None => (i, CommitOutcome::HeadMoved),
+                }
+            }
+        };
+        Ok(BatchOutcome::Refused { index, outcome })
     }
 }
 
 #[async_trait]
 impl MetaStore for DynamoMeta {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
-        self.get_item(keys::partition(scope), keys::head_sk(path.as_str()))
+        self.get_item(layout::partition(scope), layout::head_sk(path.as_str()))
             .await?
             .map(|i| items::head_from(&i))
             .transpose()
@@ -482,10 +546,13 @@ impl MetaStore for DynamoMeta {
         path: &FilePath,
         seq: u64,
     ) -> Result<Option<VersionRecord>> {
-        self.get_item(keys::partition(scope), keys::version_sk(path.as_str(), seq))
-            .await?
-            .map(|i| items::version_from(&i))
-            .transpose()
+        self.get_item(
+            layout::partition(scope),
+            layout::version_sk(path.as_str(), seq),
+        )
+        .await?
+        .map(|i| items::version_from(&i))
+        .transpose()
     }
 
     async fn list_live(
@@ -509,7 +576,7 @@ impl MetaStore for DynamoMeta {
     }
 
     async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
-        self.get_item(keys::partition(scope), keys::idempotency_sk(key))
+        self.get_item(layout::partition(scope), layout::idempotency_sk(key))
             .await?
             .map(|i| items::idempotency_from(&i))
             .transpose()
@@ -517,7 +584,7 @@ impl MetaStore for DynamoMeta {
 
     async fn live_count(&self, scope: &Scope) -> Result<u64> {
         Ok(self
-            .get_item(keys::partition(scope), keys::COUNT_SK.to_owned())
+            .get_item(layout::partition(scope), layout::COUNT_SK.to_owned())
             .await?
             .and_then(|i| items::get_n(&i, "live").ok())
             .unwrap_or(0))
@@ -546,13 +613,8 @@ impl MetaStore for DynamoMeta {
     }
 
     fn fits_one_commit(&self, commits: &[Commit]) -> bool {
-        match self.transaction(commits) {
-            Ok((ops, _)) => {
-                ops.len() <= MAX_TRANSACTION_ACTIONS
-                    && ops.iter().map(action_bytes).sum::<usize>() <= MAX_TRANSACTION_BYTES
-            }
-            Err(_) => false,
-        }
+        mixed_secrets_epochs(commits).is_none()
+            && self.transaction(commits).is_ok_and(|tx| tx.fits())
     }
 
     async fn list_versions(

@@ -7,7 +7,7 @@ use crate::aws_err;
 use crate::dynamo::{head_condition, DynamoMeta};
 use crate::items::Item;
 use crate::items::{self, n, s};
-use crate::keys;
+use crate::layout;
 use crate::paging::read_pages;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, DeleteRequest, Put, PutRequest, ReturnValue, TransactWriteItem,
@@ -42,9 +42,9 @@ impl DynamoMeta {
             .table_name(&self.table)
             .consistent_read(true)
             .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
-            .expression_attribute_values(":pk", s(keys::partition(scope)))
-            .expression_attribute_values(":lo", s(keys::version_sk(path, 0)))
-            .expression_attribute_values(":hi", s(keys::version_sk(path, hi)))
+            .expression_attribute_values(":pk", s(layout::partition(scope)))
+            .expression_attribute_values(":lo", s(layout::version_sk(path, 0)))
+            .expression_attribute_values(":hi", s(layout::version_sk(path, hi)))
             .scan_index_forward(false);
         read_pages(query, None, Some(limit), |item| {
             items::version_from(item).map(Some)
@@ -60,7 +60,7 @@ impl DynamoMeta {
         pins: Vec<Pin>,
         must_exist: Option<u64>,
     ) -> Result<bool> {
-        let pk = keys::partition(scope);
+        let pk = layout::partition(scope);
         let rev = match expect {
             Expect::Absent => return Ok(false),
             Expect::Live { pin_rev, .. } | Expect::Deleted { pin_rev, .. } => pin_rev,
@@ -74,7 +74,7 @@ impl DynamoMeta {
                 (":rev".to_owned(), n(rev + 1)),
             ])
             .collect();
-        let head_key = keys::head_sk(path.as_str());
+        let head_key = layout::head_sk(path.as_str());
         const SET: &str = "SET pins = :pins, pinRev = :rev";
         match must_exist {
             // The head alone: its own version item cannot be pruned while it is the head.
@@ -110,7 +110,7 @@ impl DynamoMeta {
                 let check = ConditionCheck::builder()
                     .table_name(&self.table)
                     .key("pk", s(pk.clone()))
-                    .key("sk", s(keys::version_sk(path.as_str(), seq)))
+                    .key("sk", s(layout::version_sk(path.as_str(), seq)))
                     .condition_expression("attribute_exists(pk)")
                     .build()
                     .map_err(aws_err)?;
@@ -145,10 +145,10 @@ impl DynamoMeta {
     }
 
     pub(crate) async fn put_snapshot_item(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
-        let pk = keys::partition(scope);
+        let pk = layout::partition(scope);
         let files = serde_json::to_string(&snapshot.files).map_err(WorkspaceError::internal)?;
         let item = if files.len() <= MAX_INLINE_FILES_BYTES {
-            items::snapshot_item(scope, pk, keys::snapshot_sk(&snapshot.id), snapshot)?
+            items::snapshot_item(scope, pk, layout::snapshot_sk(&snapshot.id), snapshot)?
         } else {
             // Too large for one item: the parts first, then the record that names them, so
             // a reader who finds the record finds every part.
@@ -160,7 +160,7 @@ impl DynamoMeta {
                     items::snapshot_part_item(
                         scope,
                         pk.clone(),
-                        keys::snapshot_part_sk(&snapshot.id, i),
+                        layout::snapshot_part_sk(&snapshot.id, i),
                         json,
                         snapshot,
                     )
@@ -185,7 +185,7 @@ impl DynamoMeta {
                 ..snapshot.clone()
             };
             let mut item =
-                items::snapshot_item(scope, pk, keys::snapshot_sk(&snapshot.id), &header)?;
+                items::snapshot_item(scope, pk, layout::snapshot_sk(&snapshot.id), &header)?;
             item.insert("parts".into(), n(count));
             item
         };
@@ -209,8 +209,8 @@ impl DynamoMeta {
         scope: &Scope,
         id: &str,
     ) -> Result<Option<Snapshot>> {
-        let pk = keys::partition(scope);
-        let Some(item) = self.get_item(pk.clone(), keys::snapshot_sk(id)).await? else {
+        let pk = layout::partition(scope);
+        let Some(item) = self.get_item(pk.clone(), layout::snapshot_sk(id)).await? else {
             return Ok(None);
         };
         let mut snap = items::snapshot_from(&item)?;
@@ -221,7 +221,7 @@ impl DynamoMeta {
                 &self.client,
                 &self.table,
                 &pk,
-                &keys::snapshot_parts_prefix(id),
+                &layout::snapshot_parts_prefix(id),
             )
             .await?;
             if found.len() != parts {
@@ -251,8 +251,8 @@ impl DynamoMeta {
         seq: u64,
         erasure: &Erasure,
     ) -> Result<Option<Option<BodyRef>>> {
-        let pk = keys::partition(scope);
-        let sk = keys::version_sk(path.as_str(), seq);
+        let pk = layout::partition(scope);
+        let sk = layout::version_sk(path.as_str(), seq);
         for _ in 0..3 {
             let Some(item) = self.get_item(pk.clone(), sk.clone()).await? else {
                 return Ok(None);
@@ -279,7 +279,7 @@ impl DynamoMeta {
                 .set_item(Some(items::change_item(
                     scope,
                     pk.clone(),
-                    keys::change_sk(&change.key),
+                    layout::change_sk(&change.key),
                     &change,
                 )))
                 .build()
@@ -312,11 +312,11 @@ impl DynamoMeta {
         scope: &Scope,
         q: &ChangeQuery,
     ) -> Result<ChangePage> {
-        let lo = keys::change_sk(q.from.as_deref().unwrap_or(""));
+        let lo = layout::change_sk(q.from.as_deref().unwrap_or(""));
         // BETWEEN is inclusive: an entry at exactly `before` is skipped below.
         let hi = match q.upper() {
-            Some(u) => keys::change_sk(u),
-            None => format!("{}\u{10ffff}", keys::CHANGE_PREFIX),
+            Some(u) => layout::change_sk(u),
+            None => format!("{}\u{10ffff}", layout::CHANGE_PREFIX),
         };
         if lo >= hi {
             return Ok(ChangePage::default());
@@ -327,7 +327,7 @@ impl DynamoMeta {
             .table_name(&self.table)
             .consistent_read(true)
             .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
-            .expression_attribute_values(":pk", s(keys::partition(scope)))
+            .expression_attribute_values(":pk", s(layout::partition(scope)))
             .expression_attribute_values(":lo", s(&lo))
             .expression_attribute_values(":hi", s(&hi))
             .scan_index_forward(false)
@@ -367,7 +367,7 @@ impl DynamoMeta {
                 .last_evaluated_key()
                 .and_then(|k| k.get("sk"))
                 .and_then(|v| v.as_s().ok())
-                .and_then(|sk| sk.strip_prefix(keys::CHANGE_PREFIX))
+                .and_then(|sk| sk.strip_prefix(layout::CHANGE_PREFIX))
                 .map(str::to_owned);
             page.next_before = last.or_else(|| page.changes.last().map(|c| c.key.clone()));
         }
@@ -384,8 +384,8 @@ impl DynamoMeta {
         self.client
             .put_item()
             .table_name(&self.table)
-            .item("pk", s(keys::partition(scope)))
-            .item("sk", s(keys::record_sk(kind, key)))
+            .item("pk", s(layout::partition(scope)))
+            .item("sk", s(layout::record_sk(kind, key)))
             .item("value", s(&record.value))
             .item("expiresAtMs", items::n(record.expires_at))
             .item("expiresAt", items::n(record.expires_at / 1000 + 1))
@@ -401,7 +401,7 @@ impl DynamoMeta {
         kind: &str,
         key: &str,
     ) -> Result<Option<StoredRecord>> {
-        self.get_item(keys::partition(scope), keys::record_sk(kind, key))
+        self.get_item(layout::partition(scope), layout::record_sk(kind, key))
             .await?
             .map(|i| {
                 Ok(StoredRecord {
@@ -420,10 +420,10 @@ impl DynamoMeta {
         before: Option<&str>,
         limit: usize,
     ) -> Result<Vec<SnapshotInfo>> {
-        let lo = keys::snapshot_sk(id_prefix);
+        let lo = layout::snapshot_sk(id_prefix);
         // BETWEEN is inclusive: `before` itself is skipped below.
         let hi = match before {
-            Some(b) => keys::snapshot_sk(b),
+            Some(b) => layout::snapshot_sk(b),
             None => format!("{lo}\u{10ffff}"),
         };
         let query = self
@@ -432,7 +432,7 @@ impl DynamoMeta {
             .table_name(&self.table)
             .consistent_read(true)
             .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
-            .expression_attribute_values(":pk", s(keys::partition(scope)))
+            .expression_attribute_values(":pk", s(layout::partition(scope)))
             .expression_attribute_values(":lo", s(&lo))
             .expression_attribute_values(":hi", s(&hi))
             .projection_expression("#id, createdAt, expiresAtMs, workflowId, #label, #keep")
@@ -451,13 +451,13 @@ impl DynamoMeta {
     }
 
     pub(crate) async fn delete_snapshot_item(&self, scope: &Scope, id: &str) -> Result<bool> {
-        let pk = keys::partition(scope);
+        let pk = layout::partition(scope);
         let out = self
             .client
             .delete_item()
             .table_name(&self.table)
             .key("pk", s(pk.clone()))
-            .key("sk", s(keys::snapshot_sk(id)))
+            .key("sk", s(layout::snapshot_sk(id)))
             .return_values(ReturnValue::AllOld)
             .send()
             .await
@@ -472,7 +472,7 @@ impl DynamoMeta {
                 .map(|i| {
                     DeleteRequest::builder()
                         .key("pk", s(pk.clone()))
-                        .key("sk", s(keys::snapshot_part_sk(id, i)))
+                        .key("sk", s(layout::snapshot_part_sk(id, i)))
                         .build()
                         .map(|d| WriteRequest::builder().delete_request(d).build())
                         .map_err(aws_err)
@@ -549,7 +549,7 @@ mod tests {
         assert_eq!(back, files);
         assert_eq!(split_files(&[]).unwrap(), Vec::<String>::new());
         // Part keys sort in part order, outside the range a snapshot listing reads.
-        assert!(keys::snapshot_part_sk("x", 9) < keys::snapshot_part_sk("x", 10));
-        assert!(!keys::snapshot_part_sk("fork-1", 0).starts_with(&keys::snapshot_sk("")));
+        assert!(layout::snapshot_part_sk("x", 9) < layout::snapshot_part_sk("x", 10));
+        assert!(!layout::snapshot_part_sk("fork-1", 0).starts_with(&layout::snapshot_sk("")));
     }
 }

@@ -64,6 +64,31 @@ fn is_version(img: &Image) -> bool {
     text(img, "kind").as_deref() == Some("version")
 }
 
+/// What an event says of a version item's image: the same derivation as the local
+/// outbox's, from the item alone (no lineage, digest or body: an event carries none).
+fn version_in(img: &Image, malformed: impl Fn(&str) -> WorkspaceError) -> Result<VersionRecord> {
+    let field = |k: &str| text(img, k).ok_or_else(|| malformed(k));
+    let number = |k: &str| num::<u64>(img, k).ok_or_else(|| malformed(k));
+    Ok(VersionRecord {
+        seq: number("seq")?,
+        lineage: String::new(),
+        version: number("version")?,
+        etag: field("etag")?,
+        size: number("size")?,
+        sha256: String::new(),
+        content_type: field("contentType")?,
+        body: None,
+        updated_at: num(img, "updatedAt").ok_or_else(|| malformed("updatedAt"))?,
+        principal: field("principal")?,
+        deleted: matches!(img.get("deleted"), Some(Attr::Bool(true))),
+        erased: None,
+        merge: match (text(img, "mergeId"), text(img, "forkId")) {
+            (Some(merge_id), Some(fork_id)) => Some(MergeOrigin { merge_id, fork_id }),
+            _ => None,
+        },
+    })
+}
+
 /// The work one record asks for, if any (heads, counters and idempotency records ask none).
 pub fn plan(record: &StreamRecord) -> Result<Option<Work>> {
     let malformed = |what: &str| {
@@ -77,29 +102,8 @@ pub fn plan(record: &StreamRecord) -> Result<Option<Work>> {
             let Some(img) = record.new_image.as_ref().filter(|i| is_version(i)) else {
                 return Ok(None);
             };
-            let deleted = matches!(img.get("deleted"), Some(Attr::Bool(true)));
-            let updated: i64 = num(img, "updatedAt").ok_or_else(|| malformed("updatedAt"))?;
             let field = |k: &str| text(img, k).ok_or_else(|| malformed(k));
-            let number = |k: &str| num::<u64>(img, k).ok_or_else(|| malformed(k));
-            // The same derivation as the local outbox's: from the version item alone.
-            let record = VersionRecord {
-                seq: number("seq")?,
-                lineage: String::new(),
-                version: number("version")?,
-                etag: field("etag")?,
-                size: number("size")?,
-                sha256: String::new(),
-                content_type: field("contentType")?,
-                body: None,
-                updated_at: updated,
-                principal: field("principal")?,
-                deleted,
-                erased: None,
-                merge: match (text(img, "mergeId"), text(img, "forkId")) {
-                    (Some(merge_id), Some(fork_id)) => Some(MergeOrigin { merge_id, fork_id }),
-                    _ => None,
-                },
-            };
+            let record = version_in(img, malformed)?;
             Ok(Some(Work::Announce(Box::new(WorkspaceEvent::of_version(
                 &field("tenant")?,
                 &field("workspace")?,
@@ -118,22 +122,7 @@ pub fn plan(record: &StreamRecord) -> Result<Option<Work>> {
                 return Ok(None);
             }
             let field = |k: &str| text(new, k).ok_or_else(|| malformed(k));
-            let number = |k: &str| num::<u64>(new, k).ok_or_else(|| malformed(k));
-            let item = VersionRecord {
-                seq: number("seq")?,
-                lineage: String::new(),
-                version: number("version")?,
-                etag: field("etag")?,
-                size: 0,
-                sha256: String::new(),
-                content_type: field("contentType")?,
-                body: None,
-                updated_at: num(new, "updatedAt").ok_or_else(|| malformed("updatedAt"))?,
-                principal: field("principal")?,
-                deleted: false,
-                erased: None,
-                merge: None,
-            };
+            let item = version_in(new, malformed)?;
             let by = Erasure {
                 by: field("erasedBy")?,
                 at: num(new, "erasedAt").ok_or_else(|| malformed("erasedAt"))?,

@@ -74,16 +74,7 @@ pub fn head_item(scope: &Scope, pk: String, sk: String, h: &Head) -> Item {
     let mut item = Item::new();
     scope_attrs(&mut item, scope, pk, sk, "head");
     item.insert("path".into(), s(&h.path));
-    item.insert("lineage".into(), s(&h.lineage));
-    item.insert("version".into(), n(h.version));
-    item.insert("seq".into(), n(h.seq));
-    item.insert("etag".into(), s(&h.etag));
-    item.insert("size".into(), n(h.size));
-    item.insert("contentType".into(), s(&h.content_type));
-    item.insert("updatedAt".into(), n(h.updated_at));
-    item.insert("deleted".into(), AttributeValue::Bool(h.deleted));
-    item.insert("sha256".into(), s(&h.sha256));
-    body_attrs(&mut item, &h.body);
+    file_attrs(&mut item, &VersionRecord::of_head(h, None));
     if !h.pins.is_empty() {
         item.insert("pins".into(), s(pins_json(&h.pins)));
     }
@@ -96,6 +87,53 @@ pub fn head_item(scope: &Scope, pk: String, sk: String, h: &Head) -> Item {
     item
 }
 
+/// The facts a head and a version item share, under the same attribute names (but
+/// `principal`, which a head leaves out when it is empty).
+fn file_attrs(item: &mut Item, v: &VersionRecord) {
+    item.insert("lineage".into(), s(&v.lineage));
+    item.insert("version".into(), n(v.version));
+    item.insert("seq".into(), n(v.seq));
+    item.insert("etag".into(), s(&v.etag));
+    item.insert("size".into(), n(v.size));
+    item.insert("sha256".into(), s(&v.sha256));
+    item.insert("contentType".into(), s(&v.content_type));
+    item.insert("updatedAt".into(), n(v.updated_at));
+    item.insert("deleted".into(), AttributeValue::Bool(v.deleted));
+    body_attrs(item, &v.body);
+}
+
+/// Whether an item may lack `sha256` and `principal` (read as empty): heads written before
+/// they were kept do; a version item never does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Written {
+    Head,
+    Version,
+}
+
+/// The facts [`file_attrs`] writes (and `principal`), as a version record that is neither
+/// erased nor merged.
+fn file_from(item: &Item, kind: Written) -> Result<VersionRecord> {
+    let optional = |k: &str| match kind {
+        Written::Head => Ok(get_s(item, k).unwrap_or_default()),
+        Written::Version => get_s(item, k),
+    };
+    Ok(VersionRecord {
+        seq: get_n(item, "seq")?,
+        lineage: get_s(item, "lineage")?,
+        version: get_n(item, "version")?,
+        etag: get_s(item, "etag")?,
+        size: get_n(item, "size")?,
+        sha256: optional("sha256")?,
+        content_type: get_s(item, "contentType")?,
+        body: get_body(item)?,
+        updated_at: get_n(item, "updatedAt")?,
+        principal: optional("principal")?,
+        deleted: get_bool(item, "deleted")?,
+        erased: None,
+        merge: None,
+    })
+}
+
 /// A head's pins as one JSON string attribute (read and written whole, under the head's
 /// compare-and-swap).
 pub fn pins_json(pins: &[Pin]) -> String {
@@ -103,62 +141,30 @@ pub fn pins_json(pins: &[Pin]) -> String {
 }
 
 pub fn head_from(item: &Item) -> Result<Head> {
-    Ok(Head {
-        path: get_s(item, "path")?,
-        lineage: get_s(item, "lineage")?,
-        version: get_n(item, "version")?,
-        seq: get_n(item, "seq")?,
-        etag: get_s(item, "etag")?,
-        size: get_n(item, "size")?,
-        content_type: get_s(item, "contentType")?,
-        updated_at: get_n(item, "updatedAt")?,
-        deleted: get_bool(item, "deleted")?,
-        body: get_body(item)?,
-        sha256: get_s(item, "sha256").unwrap_or_default(),
-        pins: match item.get("pins") {
-            Some(_) => serde_json::from_str(&get_s(item, "pins")?).map_err(|_| bad("pins"))?,
-            None => Vec::new(),
-        },
-        pin_rev: get_n(item, "pinRev").unwrap_or(0),
-        principal: get_s(item, "principal").unwrap_or_default(),
-    })
+    let pins = match item.get("pins") {
+        Some(_) => serde_json::from_str(&get_s(item, "pins")?).map_err(|_| bad("pins"))?,
+        None => Vec::new(),
+    };
+    let pin_rev = get_n(item, "pinRev").unwrap_or(0);
+    let file = file_from(item, Written::Head)?;
+    Ok(Head::of_version(get_s(item, "path")?, file, pins, pin_rev))
 }
 
 pub fn version_item(scope: &Scope, pk: String, sk: String, path: &str, v: &VersionRecord) -> Item {
     let mut item = Item::new();
     scope_attrs(&mut item, scope, pk, sk, "version");
     item.insert("path".into(), s(path));
-    item.insert("seq".into(), n(v.seq));
-    item.insert("lineage".into(), s(&v.lineage));
-    item.insert("version".into(), n(v.version));
-    item.insert("etag".into(), s(&v.etag));
-    item.insert("size".into(), n(v.size));
-    item.insert("sha256".into(), s(&v.sha256));
-    item.insert("contentType".into(), s(&v.content_type));
-    item.insert("updatedAt".into(), n(v.updated_at));
+    file_attrs(&mut item, v);
     item.insert("principal".into(), s(&v.principal));
-    item.insert("deleted".into(), AttributeValue::Bool(v.deleted));
     if let Some(m) = &v.merge {
         item.insert("mergeId".into(), s(&m.merge_id));
         item.insert("forkId".into(), s(&m.fork_id));
     }
-    body_attrs(&mut item, &v.body);
     item
 }
 
 pub fn version_from(item: &Item) -> Result<VersionRecord> {
     Ok(VersionRecord {
-        seq: get_n(item, "seq")?,
-        lineage: get_s(item, "lineage")?,
-        version: get_n(item, "version")?,
-        etag: get_s(item, "etag")?,
-        size: get_n(item, "size")?,
-        sha256: get_s(item, "sha256")?,
-        content_type: get_s(item, "contentType")?,
-        body: get_body(item)?,
-        updated_at: get_n(item, "updatedAt")?,
-        principal: get_s(item, "principal")?,
-        deleted: get_bool(item, "deleted")?,
         erased: match item.get("erasedAt") {
             Some(_) => Some(Erasure {
                 by: get_s(item, "erasedBy")?,
@@ -173,6 +179,7 @@ pub fn version_from(item: &Item) -> Result<VersionRecord> {
             }),
             _ => None,
         },
+        ..file_from(item, Written::Version)?
     })
 }
 

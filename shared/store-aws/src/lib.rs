@@ -25,9 +25,9 @@ mod dynamo_pins;
 pub mod events;
 #[cfg(feature = "dynamodb")]
 pub mod items;
-pub mod keys;
 #[cfg(feature = "dynamodb")]
 pub mod keys_table;
+pub mod layout;
 #[cfg(feature = "dynamodb")]
 mod paging;
 #[cfg(all(feature = "s3", feature = "dynamodb", feature = "eventbridge"))]

@@ -1,5 +1,5 @@
 //! Registered secrets in the DynamoDB table: one item per secret under the partition
-//! `<tenant>##secrets` (see `keys::secrets_partition`), which no workspace partition
+//! `<tenant>##secrets` (see `layout::secrets_partition`), which no workspace partition
 //! (`<tenant>#<workspace>`, workspace ids start with a letter or digit) can equal.
 //!
 //! Beside them, the item `epoch` counts every registration and removal, in the same
@@ -12,7 +12,7 @@
 use crate::aws_err;
 use crate::dynamo::query_prefix;
 use crate::items::{get_n, get_s, n, s};
-use crate::keys::secrets_partition;
+use crate::layout::secrets_partition;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;

@@ -17,7 +17,7 @@
 use crate::aws_err;
 use crate::dynamo::DynamoMeta;
 use crate::items::{get_n, get_s, s};
-use crate::keys;
+use crate::layout;
 use crate::paging::read_pages;
 use crate::sessions::{DynamoSessions, S3Eraser};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -64,7 +64,7 @@ impl Sweeper {
             .table_name(&self.table)
             .consistent_read(true)
             .key_condition_expression("pk = :pk AND begins_with(sk, :ver)")
-            .expression_attribute_values(":pk", s(keys::partition(scope)))
+            .expression_attribute_values(":pk", s(layout::partition(scope)))
             .expression_attribute_values(":ver", s(format!("ver#{path}#")));
         let ids = read_pages(query, None, None, |item| {
             Ok(get_s(item, "bodyVersionId").ok())
@@ -83,8 +83,8 @@ impl Sweeper {
             .table_name(&self.table)
             .consistent_read(true)
             .key_condition_expression("pk = :pk AND begins_with(sk, :plan)")
-            .expression_attribute_values(":pk", s(keys::partition(scope)))
-            .expression_attribute_values(":plan", s(keys::record_sk(MERGE_PLAN_KIND, "")));
+            .expression_attribute_values(":pk", s(layout::partition(scope)))
+            .expression_attribute_values(":plan", s(layout::record_sk(MERGE_PLAN_KIND, "")));
         let plans = read_pages(query, None, None, |item| {
             let live = get_n::<Millis>(item, "expiresAtMs").is_ok_and(|at| at > now);
             Ok(live.then(|| get_s(item, "value").ok()).flatten())
@@ -147,7 +147,7 @@ impl Sweeper {
                 if !cache.get(key).is_some_and(|ids| ids.contains(id)) {
                     // Not named by a version: unless a merge's plan names it (uploaded for
                     // a change the plan has still to commit; a retry commits it).
-                    let scope_key = keys::partition(&scope);
+                    let scope_key = layout::partition(&scope);
                     if !plans.contains_key(&scope_key) {
                         let ids = self.planned(&scope, now).await?;
                         plans.insert(scope_key.clone(), ids);

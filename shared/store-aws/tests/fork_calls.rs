@@ -171,12 +171,12 @@ async fn a_merge_over_one_transaction_records_its_plan_and_commits_in_batches() 
 async fn seed_copies(env: &common::Env, scope: &Scope, template: &str, paths: Vec<String>) {
     use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
     use workspace_core::ports::MetaStore;
-    use workspace_store_aws::{items, keys};
+    use workspace_store_aws::{items, layout};
     let meta = DynamoMeta::new(env.clients.dynamodb.clone(), &env.table);
     let t = FilePath::parse(template).unwrap();
     let head = meta.head(scope, &t).await.unwrap().unwrap();
     let version = meta.version(scope, &t, head.seq).await.unwrap().unwrap();
-    let pk = keys::partition(scope);
+    let pk = layout::partition(scope);
     let mut requests = Vec::new();
     let mut added = 0;
     for p in paths {
@@ -193,11 +193,11 @@ async fn seed_copies(env: &common::Env, scope: &Scope, template: &str, paths: Ve
             ..head.clone()
         };
         for item in [
-            items::head_item(scope, pk.clone(), keys::head_sk(&p), &h),
+            items::head_item(scope, pk.clone(), layout::head_sk(&p), &h),
             items::version_item(
                 scope,
                 pk.clone(),
-                keys::version_sk(&p, version.seq),
+                layout::version_sk(&p, version.seq),
                 &p,
                 &version,
             ),
@@ -226,7 +226,7 @@ async fn seed_copies(env: &common::Env, scope: &Scope, template: &str, paths: Ve
         .update_item()
         .table_name(&env.table)
         .key("pk", AttributeValue::S(pk))
-        .key("sk", AttributeValue::S(keys::COUNT_SK.into()))
+        .key("sk", AttributeValue::S(layout::COUNT_SK.into()))
         .update_expression("ADD live :n")
         .expression_attribute_values(":n", AttributeValue::N(added.to_string()))
         .send()

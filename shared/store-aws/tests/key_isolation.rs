@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use workspace_core::{FilePath, Scope};
-use workspace_store_aws::keys;
+use workspace_store_aws::layout;
 
 /// Small alphabets so prefixes and near-collisions (`a` / `a-b`) come up often.
 fn triple() -> impl Strategy<Value = (Scope, FilePath)> {
@@ -17,8 +17,8 @@ fn triple() -> impl Strategy<Value = (Scope, FilePath)> {
 
 fn dynamo_keys(s: &Scope, p: &FilePath) -> Vec<(String, String)> {
     vec![
-        (keys::partition(s), keys::head_sk(p.as_str())),
-        (keys::partition(s), keys::version_sk(p.as_str(), 1)),
+        (layout::partition(s), layout::head_sk(p.as_str())),
+        (layout::partition(s), layout::version_sk(p.as_str(), 1)),
     ]
 }
 
@@ -28,7 +28,7 @@ proptest! {
     #[test]
     fn distinct_triples_never_share_or_nest_keys((s1, p1) in triple(), (s2, p2) in triple()) {
         prop_assume!((&s1, &p1) != (&s2, &p2));
-        let (b1, b2) = (keys::body_key(&s1, &p1), keys::body_key(&s2, &p2));
+        let (b1, b2) = (layout::body_key(&s1, &p1), layout::body_key(&s2, &p2));
         prop_assert_ne!(&b1, &b2);
         for (k1, k2) in dynamo_keys(&s1, &p1).iter().zip(dynamo_keys(&s2, &p2).iter()) {
             prop_assert_ne!(k1, k2);
@@ -36,28 +36,28 @@ proptest! {
         if s1.tenant != s2.tenant {
             let (pk1, pk2) = (format!("{}#", s1.tenant), format!("{}#", s2.tenant));
             let (s3p1, s3p2) = (format!("t/{}/", s1.tenant), format!("t/{}/", s2.tenant));
-            prop_assert!(!keys::partition(&s2).starts_with(&pk1));
-            prop_assert!(!keys::partition(&s1).starts_with(&pk2));
+            prop_assert!(!layout::partition(&s2).starts_with(&pk1));
+            prop_assert!(!layout::partition(&s1).starts_with(&pk2));
             prop_assert!(!b2.starts_with(&s3p1) && !b1.starts_with(&s3p2));
             prop_assert!(!b1.starts_with(&b2) && !b2.starts_with(&b1));
             prop_assert_ne!(
-                keys::secrets_partition(&s1.tenant),
-                keys::secrets_partition(&s2.tenant)
+                layout::secrets_partition(&s1.tenant),
+                layout::secrets_partition(&s2.tenant)
             );
         }
         // A tenant's registered secrets sit under its own prefix and in no workspace's
         // partition, whatever the workspace is called.
-        let secrets = keys::secrets_partition(&s1.tenant);
+        let secrets = layout::secrets_partition(&s1.tenant);
         let own_prefix = format!("{}#", s1.tenant);
         prop_assert!(secrets.starts_with(&own_prefix));
-        prop_assert_ne!(&secrets, &keys::partition(&s1));
-        prop_assert_ne!(&secrets, &keys::partition(&s2));
+        prop_assert_ne!(&secrets, &layout::partition(&s1));
+        prop_assert_ne!(&secrets, &layout::partition(&s2));
     }
 
     #[test]
     fn no_workspace_is_named_like_the_secrets_partition(t in "[a-z]{1,4}") {
         let tenant = workspace_core::TenantId::parse(&t).unwrap();
-        let suffix = keys::secrets_partition(&tenant)[t.len() + 1..].to_owned();
+        let suffix = layout::secrets_partition(&tenant)[t.len() + 1..].to_owned();
         prop_assert!(workspace_core::WorkspaceId::parse(&suffix).is_err());
     }
 }

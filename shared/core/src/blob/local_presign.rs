@@ -1,11 +1,15 @@
-//! Presigned blob URLs for stores that cannot presign (memory, embedded): signed with
-//! [`UrlSigner`] and served by this process at
-//! `/v1/signed/blob/<tenant>/<workspace>/<bucket>/<key>?…`. The scope in the path is safe
-//! to show because the signature covers it: nobody can change it without the secret.
+//! URLs this process signs and serves itself, for stores that cannot presign (memory,
+//! embedded): [`LocalPresign`] is the one signer ([`LocalPresign::signed_url`]) and the one
+//! verifier ([`LocalPresign::verify`]) of every such URL, and lays out their paths
+//! (`<prefix><tenant>/<workspace>/<rest>`). Its users are the blob URLs here, served at
+//! `/v1/signed/blob/<tenant>/<workspace>/<bucket>/<key>?…`, and the upload and download URLs
+//! of `service::local_urls`. The scope in the path is safe to show because the signature
+//! covers it: nobody can change it without the secret.
 //!
 //! GET URLs are pinned to the version presigned (after an overwrite they keep reading it,
-//! as S3's do: the local stores keep a replaced version until no URL can name it); PUT URLs carry the size limit (`max`), and the exact
-//! size (`len`) and content type (`ct`) when the client named them.
+//! as S3's do: the local stores keep a replaced version until no URL can name it); PUT URLs
+//! carry the size limit (`max`), and the exact size (`len`) and content type (`ct`) when the
+//! client named them.
 
 use super::service::{check_content_type, no_object, too_large, BlobService};
 use super::{
@@ -16,6 +20,7 @@ use crate::error::{Result, WorkspaceError};
 use crate::model::Millis;
 use crate::scope::Scope;
 use crate::signed_url::{expiry_second, SignedUrlError, UrlSigner};
+use std::collections::BTreeMap;
 
 /// Path prefix of every locally signed blob URL.
 pub const SIGNED_BLOB_PREFIX: &str = "/v1/signed/blob/";
@@ -33,25 +38,40 @@ pub enum SignedOutcome {
     Put(BlobMeta),
 }
 
+/// The path of a locally signed URL for `rest` in `scope`:
+/// `<prefix><tenant>/<workspace>/<rest>`.
+pub fn scoped_path(prefix: &str, scope: &Scope, rest: &str) -> String {
+    format!("{prefix}{}/{}/{rest}", scope.tenant, scope.workspace)
+}
+
+/// A [`scoped_path`] back into its scope and rest.
+pub fn parse_scoped_path<'a>(prefix: &str, path: &'a str) -> Option<(Scope, &'a str)> {
+    let mut parts = path.strip_prefix(prefix)?.splitn(3, '/');
+    let (t, w, rest) = (parts.next()?, parts.next()?, parts.next()?);
+    Some((Scope::parse(t, w).ok()?, rest))
+}
+
 fn path_of(loc: &BlobLocation) -> String {
-    format!(
-        "{SIGNED_BLOB_PREFIX}{}/{}/{}/{}",
-        loc.scope.tenant,
-        loc.scope.workspace,
-        loc.bucket,
-        loc.key.as_str()
-    )
+    let rest = format!("{}/{}", loc.bucket, loc.key.as_str());
+    scoped_path(SIGNED_BLOB_PREFIX, &loc.scope, &rest)
 }
 
 /// `<tenant>/<workspace>/<bucket>/<key>` back into its parts.
 fn parse_path(path: &str) -> Option<(Scope, String, BlobKey)> {
-    let rest = path.strip_prefix(SIGNED_BLOB_PREFIX)?;
-    let mut parts = rest.splitn(4, '/');
-    let (t, w, b, k) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    Some((
-        Scope::parse(t, w).ok()?,
-        b.to_owned(),
-        BlobKey::parse(k).ok()?,
+    let (scope, rest) = parse_scoped_path(SIGNED_BLOB_PREFIX, path)?;
+    let (b, k) = rest.split_once('/')?;
+    Some((scope, b.to_owned(), BlobKey::parse(k).ok()?))
+}
+
+/// The local signer a service was given, or 404: this deployment serves no signed URLs.
+pub fn serving(local: Option<&LocalPresign>) -> Result<&LocalPresign> {
+    local.ok_or_else(|| WorkspaceError::not_found("this deployment serves no signed URLs"))
+}
+
+/// 403: the `what` URL (`signed`, `upload`, `download`) was altered or not issued here.
+pub fn not_issued_here(what: &str) -> WorkspaceError {
+    WorkspaceError::Forbidden(format!(
+        "the {what} URL is not valid (altered, or not issued by this server)"
     ))
 }
 
@@ -110,6 +130,28 @@ impl LocalPresign {
             headers,
         }
     }
+
+    /// The signed parameters of a request to a URL this process signed, checked at `now`:
+    /// first the signature ([`not_issued_here`] naming `what`), then the expiry
+    /// (`expired`, given the time it expired at). Every locally signed URL is verified by
+    /// this.
+    pub fn verify(
+        &self,
+        what: &str,
+        method: &str,
+        path: &str,
+        query: &[(String, String)],
+        now: Millis,
+        expired: impl FnOnce(String) -> WorkspaceError,
+    ) -> Result<BTreeMap<String, String>> {
+        match self.signer.verify(method, path, query, now) {
+            Ok(params) => Ok(params),
+            Err(SignedUrlError::Invalid) => Err(not_issued_here(what)),
+            Err(SignedUrlError::Expired { expires_at }) => Err(expired(crate::model::format_time(
+                expires_at.saturating_mul(1000),
+            ))),
+        }
+    }
 }
 
 impl BlobService {
@@ -123,28 +165,13 @@ impl BlobService {
         body: Vec<u8>,
         content_type: Option<&str>,
     ) -> Result<SignedOutcome> {
-        let invalid = || {
-            WorkspaceError::Forbidden(
-                "the signed URL is not valid (altered, or not issued by this server)".to_owned(),
-            )
-        };
-        let local = self
-            .local
-            .as_ref()
-            .ok_or_else(|| WorkspaceError::not_found("this deployment serves no signed URLs"))?;
-        let params = match local
-            .signer
-            .verify(method, path, query, self.clock.now_ms())
-        {
-            Ok(p) => p,
-            Err(SignedUrlError::Invalid) => return Err(invalid()),
-            Err(SignedUrlError::Expired { expires_at }) => {
-                return Err(CapabilityCode::BlobPresignExpired.error(format!(
-                    "the presigned URL expired at {}",
-                    crate::model::format_time(expires_at.saturating_mul(1000))
-                )))
-            }
-        };
+        let invalid = || not_issued_here("signed");
+        let now = self.clock.now_ms();
+        let params =
+            serving(self.local.as_ref())?.verify("signed", method, path, query, now, |at| {
+                CapabilityCode::BlobPresignExpired
+                    .error(format!("the presigned URL expired at {at}"))
+            })?;
         let (scope, bucket, key) = parse_path(path).ok_or_else(invalid)?;
         let loc = BlobLocation {
             scope,

@@ -6,7 +6,7 @@
 //!
 //! `service.rs` holds the rules, `local_presign.rs` the URLs the local server signs itself.
 
-mod local_presign;
+pub(crate) mod local_presign;
 mod service;
 
 pub use local_presign::{LocalPresign, SignedOutcome, SIGNED_BLOB_PREFIX};

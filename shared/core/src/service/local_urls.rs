@@ -1,7 +1,8 @@
 //! URLs this process signs and serves itself, for body stores that cannot presign (memory,
 //! redb): the local server's answer to S3's presigned URLs for two-step uploads and for
-//! reads of large files. Signed with the [`LocalPresign`] the service was given; the
-//! signature covers the method, the path (scope and key) and the parameters.
+//! reads of large files. Signed and verified by the [`LocalPresign`] the service was given
+//! (the same signer and verifier as blob URLs); the signature covers the method, the path
+//! (scope and key) and the parameters.
 //!
 //! - `PUT /v1/signed/upload/<tenant>/<workspace>/<uploadId>?len&ct`: the upload's bytes,
 //!   exactly `len` of them with Content-Type `ct` (as S3 refuses other signed values);
@@ -9,9 +10,9 @@
 
 use super::uploads::{bytes_key, is_upload_id, unknown_upload};
 use super::*;
+use crate::blob::local_presign::{parse_scoped_path, scoped_path, serving};
 use crate::blob::{LocalPresign, PresignMethod, PresignSpec, PresignedUrl};
 use crate::ports::{BodyPieces, OnePiece};
-use crate::signed_url::SignedUrlError;
 use std::collections::BTreeMap;
 
 /// Path prefix of every locally signed upload URL.
@@ -21,10 +22,7 @@ pub const SIGNED_BODY_PREFIX: &str = "/v1/signed/body/";
 
 /// `<tenant>/<workspace>/<id>` of a signed upload path back into its parts.
 fn parse_upload_path(path: &str) -> Option<(Scope, String)> {
-    let rest = path.strip_prefix(SIGNED_UPLOAD_PREFIX)?;
-    let mut parts = rest.splitn(3, '/');
-    let (t, w, id) = (parts.next()?, parts.next()?, parts.next()?);
-    let scope = Scope::parse(t, w).ok()?;
+    let (scope, id) = parse_scoped_path(SIGNED_UPLOAD_PREFIX, path)?;
     is_upload_id(id).then(|| (scope, id.to_owned()))
 }
 
@@ -51,32 +49,27 @@ impl WorkspaceService {
             .signed_url(spec, spec.now, path, params, headers))
     }
 
-    /// The signed parameters of a request to a local URL, or 403 naming `what` expired or
-    /// is not one this server issued.
+    /// The signed parameters of a `method` request to a local URL signed for `allowed`, or
+    /// 403 naming `what` expired, is not one this server issued, or is not for this method.
     fn verify_local(
         &self,
         what: &str,
+        allowed: PresignMethod,
         method: &str,
         path: &str,
         query: &[(String, String)],
     ) -> Result<BTreeMap<String, String>> {
-        let local = self
-            .upload_signer
-            .as_ref()
-            .ok_or_else(|| WorkspaceError::not_found("this deployment serves no signed URLs"))?;
-        match local
-            .signer
-            .verify(method, path, query, self.clock.now_ms())
-        {
-            Ok(params) => Ok(params),
-            Err(SignedUrlError::Invalid) => Err(WorkspaceError::Forbidden(format!(
-                "the {what} URL is not valid (altered, or not issued by this server)"
-            ))),
-            Err(SignedUrlError::Expired { expires_at }) => Err(WorkspaceError::Forbidden(format!(
-                "the {what} URL expired at {}; ask for a new one",
-                format_time(expires_at.saturating_mul(1000))
-            ))),
+        let now = self.clock.now_ms();
+        let params =
+            serving(self.upload_signer.as_ref())?.verify(what, method, path, query, now, |at| {
+                WorkspaceError::Forbidden(format!(
+                    "the {what} URL expired at {at}; ask for a new one"
+                ))
+            })?;
+        if method != allowed.as_str() {
+            return Err(not_for_this_request(what));
         }
+        Ok(params)
     }
 
     /// The upload URL for `id`: valid for exactly the declared length and content type.
@@ -88,10 +81,7 @@ impl WorkspaceService {
     ) -> Result<PresignedUrl> {
         let len = spec.content_length.unwrap_or(0).to_string();
         let ct = spec.content_type.clone().unwrap_or_default();
-        let path = format!(
-            "{SIGNED_UPLOAD_PREFIX}{}/{}/{id}",
-            scope.tenant, scope.workspace
-        );
+        let path = scoped_path(SIGNED_UPLOAD_PREFIX, scope, id);
         let headers = vec![
             ("content-length".to_owned(), len.clone()),
             ("content-type".to_owned(), ct.clone()),
@@ -123,13 +113,8 @@ impl WorkspaceService {
         length: Option<u64>,
         content_type: Option<&str>,
     ) -> Result<(Scope, String)> {
-        let params = self.verify_local("upload", method, path, query)?;
-        let invalid =
-            || WorkspaceError::Forbidden("the upload URL is not valid for this request".to_owned());
-        if method != PresignMethod::Put.as_str() {
-            return Err(invalid());
-        }
-        let (scope, id) = parse_upload_path(path).ok_or_else(invalid)?;
+        let params = self.verify_local("upload", PresignMethod::Put, method, path, query)?;
+        let (scope, id) = parse_upload_path(path).ok_or_else(|| not_for_this_request("upload"))?;
         let Some(size) = length else {
             return Err(WorkspaceError::Forbidden(
                 "an upload must declare its Content-Length (the size the URL was signed for)"
@@ -206,21 +191,14 @@ impl WorkspaceService {
         path: &str,
         query: &[(String, String)],
     ) -> Result<(String, Vec<u8>)> {
-        let params = self.verify_local("download", method, path, query)?;
+        let params = self.verify_local("download", PresignMethod::Get, method, path, query)?;
         let (Some(key), Some(version_id), Some(ct)) = (
             path.strip_prefix(SIGNED_BODY_PREFIX),
             params.get("v"),
             params.get("ct"),
         ) else {
-            return Err(WorkspaceError::Forbidden(
-                "the download URL is not valid for this request".to_owned(),
-            ));
+            return Err(not_for_this_request("download"));
         };
-        if method != PresignMethod::Get.as_str() {
-            return Err(WorkspaceError::Forbidden(
-                "the download URL is not valid for this request".to_owned(),
-            ));
-        }
         let body = BodyRef {
             key: key.to_owned(),
             version_id: version_id.clone(),
@@ -232,6 +210,11 @@ impl WorkspaceService {
             .ok_or_else(|| WorkspaceError::not_found("that version is no longer retained"))?;
         Ok((ct.clone(), bytes))
     }
+}
+
+/// 403: a genuine `what` URL, but not for this method or path.
+fn not_for_this_request(what: &str) -> WorkspaceError {
+    WorkspaceError::Forbidden(format!("the {what} URL is not valid for this request"))
 }
 
 /// An upload's body held to its signed length: a piece that takes it past that length, or

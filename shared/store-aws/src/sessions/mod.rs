@@ -19,7 +19,7 @@ pub use erase::S3Eraser;
 use crate::aws_err;
 use crate::dynamo::{get_consistent, query_prefix};
 use crate::items::{get_n, get_s, n, s, Item};
-use crate::keys::partition;
+use crate::layout::partition;
 use crate::paging::read_pages;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;

@@ -1,9 +1,10 @@
-//! Every DynamoDB key and S3 key this adapter builds. All partition keys start with the
-//! tenant id followed by `#`, and all S3 keys with `t/<tenant>/`, so IAM can pin a role to
-//! one tenant (`dynamodb:LeadingKeys`, S3 prefix ARNs) and tenant `acme` can never address
-//! `acme-evil` (ids cannot contain `#` or `/`).
+//! The storage key layout: every DynamoDB key and S3 key this adapter builds (API keys are
+//! `keys_table`). All partition keys start with the tenant id followed by `#`, and all S3
+//! keys with `t/<tenant>/`, so IAM can pin a role to one tenant (`dynamodb:LeadingKeys`, S3
+//! prefix ARNs) and tenant `acme` can never address `acme-evil` (ids cannot contain `#` or
+//! `/`).
 
-use workspace_core::{FilePath, Scope, TenantId};
+use workspace_core::{Scope, TenantId};
 
 /// Partition key of everything in one workspace.
 pub fn partition(scope: &Scope) -> String {
@@ -64,14 +65,14 @@ pub fn idempotency_sk(key: &str) -> String {
 /// Sort key of the workspace's live-file counter.
 pub const COUNT_SK: &str = "count";
 
-/// Where a file's bodies live in S3 (one key, many S3 versions).
-pub fn body_key(scope: &Scope, path: &FilePath) -> String {
-    format!("{}files/{}", scope.key_prefix(), path)
-}
+/// Where a file's bodies live in S3 (one key, many S3 versions): the one layout the domain's
+/// sweep also parses back.
+pub use workspace_core::service::sweep::body_key;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use workspace_core::FilePath;
 
     #[test]
     fn sibling_tenants_never_share_a_key_prefix() {
