@@ -485,48 +485,7 @@ async fn assert_bodies_consistent(
             named.insert(id);
         }
     }
-    let prefix = format!("{}files/", scope.key_prefix());
-    for body in inventory.stored_bodies().await.expect("inventory") {
-        if body.key.starts_with(&prefix) {
-            assert!(
-                named.contains(&body.version_id),
-                "{context}: {} ({}) is stored but no version names it, after the sweep",
-                body.key,
-                body.version_id
-            );
-        }
-    }
-}
-
-/// Each path's events in the outbox are its changes, one each: sequences 1..=head.seq.
-async fn assert_one_event_per_change(
-    meta: &dyn MetaStore,
-    events: &dyn EventLog,
-    scope: &Scope,
-    context: &str,
-) {
-    let Since::Events(all) = events.since(Some(scope), 0, 10_000).await.expect("outbox") else {
-        panic!("{context}: the outbox expired events it should keep");
-    };
-    for path in ["a.md", "b.md"] {
-        let p = FilePath::parse(path).expect("path");
-        let committed = meta
-            .head(scope, &p)
-            .await
-            .expect("head")
-            .map_or(0, |h| h.seq);
-        let mut seen: Vec<u64> = all
-            .iter()
-            .filter(|r| r.event.path == path)
-            .map(|r| r.event.sequence)
-            .collect();
-        seen.sort_unstable();
-        let expected: Vec<u64> = (1..=committed).collect();
-        assert_eq!(
-            seen, expected,
-            "{context}: {path}'s events are not one per committed change"
-        );
-    }
+    assert_stored_bodies_named(inventory, scope, &named, context, ", after the sweep").await;
 }
 
 /// Every step of PUT, DELETE, restore, upload commit and snapshot, broken in each of the
@@ -640,7 +599,8 @@ where
                 }
                 let scope = Scope::parse("acme", &after.workspace).expect("scope");
                 if let Some(events) = &recovery.events {
-                    assert_one_event_per_change(meta.as_ref(), events.as_ref(), &scope, &context)
+                    let paths = ["a.md".to_owned(), "b.md".to_owned()];
+                    assert_events_once(meta.as_ref(), events.as_ref(), &scope, &paths, &context)
                         .await;
                 }
                 assert_bodies_consistent(
@@ -890,12 +850,23 @@ async fn assert_bodies_named(
             }
         }
     }
+    assert_stored_bodies_named(inventory, scope, &named, context, "").await;
+}
+
+/// Every file body stored under `scope` is one of `named` (`after` ends the message).
+async fn assert_stored_bodies_named(
+    inventory: &dyn BodyInventory,
+    scope: &Scope,
+    named: &HashSet<String>,
+    context: &str,
+    after: &str,
+) {
     let prefix = format!("{}files/", scope.key_prefix());
     for body in inventory.stored_bodies().await.expect("inventory") {
         if body.key.starts_with(&prefix) {
             assert!(
                 named.contains(&body.version_id),
-                "{context}: {} ({}) is stored but no version names it",
+                "{context}: {} ({}) is stored but no version names it{after}",
                 body.key,
                 body.version_id
             );

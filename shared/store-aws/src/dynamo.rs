@@ -112,6 +112,27 @@ impl DynamoMeta {
         get_consistent(&self.client, &self.table, pk, sk).await
     }
 
+    /// Runs `ops` as one `TransactWriteItems`: whether it applied, `false` when DynamoDB
+    /// cancelled it (a condition failed, or another transaction was on an item).
+    pub(crate) async fn applied(&self, ops: Vec<TransactWriteItem>) -> Result<bool> {
+        let res = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(ops))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_transaction_canceled_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(aws_err(e)),
+        }
+    }
+
     fn put(&self, item: Item) -> Result<Put> {
         Put::builder()
             .table_name(&self.table)

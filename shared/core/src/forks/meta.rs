@@ -187,6 +187,26 @@ impl ForkAwareMeta {
         Ok((base.files.len() - touched) as u64)
     }
 
+    /// The heads under `prefix` after `after`, in path order, `limit` at most; tombstones
+    /// only when asked: the store's own, or a fork's merged with its base's files.
+    async fn heads(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+        tombstones: bool,
+    ) -> Result<Vec<Head>> {
+        match self.base(scope).await? {
+            Some(base) => {
+                self.merged_heads(scope, &base, prefix, after, limit, tombstones)
+                    .await
+            }
+            None if tombstones => self.inner.list_heads(scope, prefix, after, limit).await,
+            None => self.inner.list_live(scope, prefix, after, limit).await,
+        }
+    }
+
     /// The fork's heads merged with its base's files under `prefix` after `after`, in
     /// path order, `limit` at most; tombstones only when asked.
     async fn merged_heads(
@@ -281,13 +301,7 @@ impl MetaStore for ForkAwareMeta {
         after: Option<&FilePath>,
         limit: usize,
     ) -> Result<Vec<Head>> {
-        match self.base(scope).await? {
-            None => self.inner.list_live(scope, prefix, after, limit).await,
-            Some(base) => {
-                self.merged_heads(scope, &base, prefix, after, limit, false)
-                    .await
-            }
-        }
+        self.heads(scope, prefix, after, limit, false).await
     }
 
     async fn list_heads(
@@ -297,13 +311,7 @@ impl MetaStore for ForkAwareMeta {
         after: Option<&FilePath>,
         limit: usize,
     ) -> Result<Vec<Head>> {
-        match self.base(scope).await? {
-            None => self.inner.list_heads(scope, prefix, after, limit).await,
-            Some(base) => {
-                self.merged_heads(scope, &base, prefix, after, limit, true)
-                    .await
-            }
-        }
+        self.heads(scope, prefix, after, limit, true).await
     }
 
     async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
