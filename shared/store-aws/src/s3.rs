@@ -17,7 +17,7 @@ use aws_sdk_s3::Client;
 use std::time::{Duration, UNIX_EPOCH};
 use workspace_core::blob::{PresignMethod, PresignSpec, PresignedUrl};
 use workspace_core::model::{BodyRef, Millis};
-use workspace_core::ports::{BodyStore, Staged};
+use workspace_core::ports::{Bodies, Staged, Staging};
 use workspace_core::{Result, WorkspaceError};
 
 /// S3's "no such object" in its several spellings.
@@ -208,7 +208,7 @@ impl S3Bodies {
 }
 
 #[async_trait]
-impl BodyStore for S3Bodies {
+impl Bodies for S3Bodies {
     async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<BodyRef> {
         let out = self
             .client
@@ -273,7 +273,10 @@ impl BodyStore for S3Bodies {
             .await
             .map(Some)
     }
+}
 
+#[async_trait]
+impl Staging for S3Bodies {
     async fn put_staged(&self, key: &str, bytes: Vec<u8>, _now: Millis) -> Result<()> {
         self.put(key, bytes, "application/octet-stream")
             .await
