@@ -13,8 +13,8 @@ use workspace_core::model::{
     BodyRef, Erasure, Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{
-    BatchOutcome, Commit, CommitOutcome, Expect, FromCommittedState, MetaStore, RandomIds,
-    StoredRecord, SystemClock,
+    BatchOutcome, Commit, CommitOutcome, CommitStore, Expect, FromCommittedState, HeadStore,
+    HistoryStore, RandomIds, RecordStore, ScopeItemStore, SnapshotStore, StoredRecord, SystemClock,
 };
 use workspace_core::{
     FilePath, Identity, Limits, PathPrefix, PutRequest, Result, Scope, WorkspaceService,
@@ -193,13 +193,11 @@ impl RacingMeta {
 }
 
 #[async_trait]
-impl MetaStore for RacingMeta {
+impl HeadStore for RacingMeta {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
         self.inner.head(scope, path).await
     }
-    async fn version(&self, s: &Scope, p: &FilePath, seq: u64) -> Result<Option<VersionRecord>> {
-        self.inner.version(s, p, seq).await
-    }
+
     async fn list_live(
         &self,
         s: &Scope,
@@ -209,6 +207,7 @@ impl MetaStore for RacingMeta {
     ) -> Result<Vec<Head>> {
         self.inner.list_live(s, prefix, after, limit).await
     }
+
     async fn list_heads(
         &self,
         s: &Scope,
@@ -218,12 +217,18 @@ impl MetaStore for RacingMeta {
     ) -> Result<Vec<Head>> {
         self.inner.list_heads(s, prefix, after, limit).await
     }
-    async fn idempotency(&self, s: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
-        self.inner.idempotency(s, key).await
-    }
+
     async fn live_count(&self, s: &Scope) -> Result<u64> {
         self.inner.live_count(s).await
     }
+}
+
+#[async_trait]
+impl CommitStore for RacingMeta {
+    async fn idempotency(&self, s: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
+        self.inner.idempotency(s, key).await
+    }
+
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome> {
         let is_index = commit.path.as_str() == self.index;
         if is_index {
@@ -250,12 +255,22 @@ impl MetaStore for RacingMeta {
         }
         outcome
     }
+
     async fn commit_many(&self, commits: Vec<Commit>) -> Result<BatchOutcome> {
         self.inner.commit_many(commits).await
     }
+
     fn fits_one_commit(&self, commits: &[Commit]) -> bool {
         self.inner.fits_one_commit(commits)
     }
+}
+
+#[async_trait]
+impl HistoryStore for RacingMeta {
+    async fn version(&self, s: &Scope, p: &FilePath, seq: u64) -> Result<Option<VersionRecord>> {
+        self.inner.version(s, p, seq).await
+    }
+
     async fn list_versions(
         &self,
         s: &Scope,
@@ -265,6 +280,7 @@ impl MetaStore for RacingMeta {
     ) -> Result<Vec<VersionRecord>> {
         self.inner.list_versions(s, p, before, limit).await
     }
+
     async fn set_pins(
         &self,
         s: &Scope,
@@ -275,15 +291,7 @@ impl MetaStore for RacingMeta {
     ) -> Result<bool> {
         self.inner.set_pins(s, p, expect, pins, must_exist).await
     }
-    async fn put_snapshot(&self, s: &Scope, snapshot: &Snapshot) -> Result<()> {
-        self.inner.put_snapshot(s, snapshot).await
-    }
-    async fn snapshot(&self, s: &Scope, id: &str) -> Result<Option<Snapshot>> {
-        self.inner.snapshot(s, id).await
-    }
-    async fn delete_snapshot(&self, s: &Scope, id: &str) -> Result<bool> {
-        self.inner.delete_snapshot(s, id).await
-    }
+
     async fn erase_version(
         &self,
         s: &Scope,
@@ -293,21 +301,26 @@ impl MetaStore for RacingMeta {
     ) -> Result<Option<Option<BodyRef>>> {
         self.inner.erase_version(s, p, seq, e).await
     }
+
     async fn list_changes(&self, s: &Scope, q: &ChangeQuery) -> Result<ChangePage> {
         self.inner.list_changes(s, q).await
     }
-    async fn put_record(
-        &self,
-        s: &Scope,
-        kind: &str,
-        key: &str,
-        record: &StoredRecord,
-    ) -> Result<()> {
-        self.inner.put_record(s, kind, key, record).await
+}
+
+#[async_trait]
+impl SnapshotStore for RacingMeta {
+    async fn put_snapshot(&self, s: &Scope, snapshot: &Snapshot) -> Result<()> {
+        self.inner.put_snapshot(s, snapshot).await
     }
-    async fn record(&self, s: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
-        self.inner.record(s, kind, key).await
+
+    async fn snapshot(&self, s: &Scope, id: &str) -> Result<Option<Snapshot>> {
+        self.inner.snapshot(s, id).await
     }
+
+    async fn delete_snapshot(&self, s: &Scope, id: &str) -> Result<bool> {
+        self.inner.delete_snapshot(s, id).await
+    }
+
     async fn list_snapshots(
         &self,
         s: &Scope,
@@ -318,6 +331,25 @@ impl MetaStore for RacingMeta {
         self.inner.list_snapshots(s, id_prefix, before, limit).await
     }
 }
+
+#[async_trait]
+impl RecordStore for RacingMeta {
+    async fn put_record(
+        &self,
+        s: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()> {
+        self.inner.put_record(s, kind, key, record).await
+    }
+
+    async fn record(&self, s: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
+        self.inner.record(s, kind, key).await
+    }
+}
+
+impl ScopeItemStore for RacingMeta {}
 
 /// The index changes between the keeper's read and its conditional write (a person's
 /// edit, another delivery): the write gets 409, and the keeper reads again, rebuilds from

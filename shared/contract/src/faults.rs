@@ -31,8 +31,9 @@ use workspace_core::model::{
     BodyRef, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{
-    BatchOutcome, BodyInventory, BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged,
-    StoredRecord,
+    BatchOutcome, Bodies, BodyInventory, BodyStore, Commit, CommitOutcome, CommitStore, Expect,
+    HeadStore, HistoryStore, MetaStore, RecordStore, ScopeItemStore, SnapshotStore, Staged,
+    Staging, StoredRecord,
 };
 use workspace_core::service::sweep::referenced_bodies;
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
@@ -138,13 +139,11 @@ pub(crate) async fn faulty_process(h: &Harness, plan: &Arc<FaultPlan>) -> Harnes
 }
 
 #[async_trait]
-impl MetaStore for FaultyMeta {
+impl HeadStore for FaultyMeta {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
         self.1.step(self.0.head(scope, path)).await
     }
-    async fn version(&self, s: &Scope, p: &FilePath, seq: u64) -> Result<Option<VersionRecord>> {
-        self.1.step(self.0.version(s, p, seq)).await
-    }
+
     async fn list_live(
         &self,
         s: &Scope,
@@ -154,6 +153,7 @@ impl MetaStore for FaultyMeta {
     ) -> Result<Vec<Head>> {
         self.1.step(self.0.list_live(s, prefix, after, limit)).await
     }
+
     async fn list_heads(
         &self,
         s: &Scope,
@@ -165,15 +165,22 @@ impl MetaStore for FaultyMeta {
             .step(self.0.list_heads(s, prefix, after, limit))
             .await
     }
-    async fn idempotency(&self, s: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
-        self.1.step(self.0.idempotency(s, key)).await
-    }
+
     async fn live_count(&self, s: &Scope) -> Result<u64> {
         self.1.step(self.0.live_count(s)).await
     }
+}
+
+#[async_trait]
+impl CommitStore for FaultyMeta {
+    async fn idempotency(&self, s: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
+        self.1.step(self.0.idempotency(s, key)).await
+    }
+
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome> {
         self.1.step(self.0.commit(commit)).await
     }
+
     async fn commit_many(&self, commits: Vec<Commit>) -> Result<BatchOutcome> {
         self.1.before_batch().await;
         self.1
@@ -183,9 +190,18 @@ impl MetaStore for FaultyMeta {
             .push(self.1.calls());
         self.1.step(self.0.commit_many(commits)).await
     }
+
     fn fits_one_commit(&self, commits: &[Commit]) -> bool {
         self.0.fits_one_commit(commits)
     }
+}
+
+#[async_trait]
+impl HistoryStore for FaultyMeta {
+    async fn version(&self, s: &Scope, p: &FilePath, seq: u64) -> Result<Option<VersionRecord>> {
+        self.1.step(self.0.version(s, p, seq)).await
+    }
+
     async fn list_versions(
         &self,
         s: &Scope,
@@ -195,6 +211,7 @@ impl MetaStore for FaultyMeta {
     ) -> Result<Vec<VersionRecord>> {
         self.1.step(self.0.list_versions(s, p, before, limit)).await
     }
+
     async fn set_pins(
         &self,
         s: &Scope,
@@ -207,15 +224,7 @@ impl MetaStore for FaultyMeta {
             .step(self.0.set_pins(s, p, expect, pins, must_exist))
             .await
     }
-    async fn put_snapshot(&self, s: &Scope, snapshot: &Snapshot) -> Result<()> {
-        self.1.step(self.0.put_snapshot(s, snapshot)).await
-    }
-    async fn snapshot(&self, s: &Scope, id: &str) -> Result<Option<Snapshot>> {
-        self.1.step(self.0.snapshot(s, id)).await
-    }
-    async fn delete_snapshot(&self, s: &Scope, id: &str) -> Result<bool> {
-        self.1.step(self.0.delete_snapshot(s, id)).await
-    }
+
     async fn erase_version(
         &self,
         s: &Scope,
@@ -225,6 +234,7 @@ impl MetaStore for FaultyMeta {
     ) -> Result<Option<Option<BodyRef>>> {
         self.1.step(self.0.erase_version(s, p, seq, e)).await
     }
+
     async fn list_changes(
         &self,
         s: &Scope,
@@ -232,18 +242,22 @@ impl MetaStore for FaultyMeta {
     ) -> Result<workspace_core::changes::ChangePage> {
         self.1.step(self.0.list_changes(s, q)).await
     }
-    async fn put_record(
-        &self,
-        s: &Scope,
-        kind: &str,
-        key: &str,
-        record: &StoredRecord,
-    ) -> Result<()> {
-        self.1.step(self.0.put_record(s, kind, key, record)).await
+}
+
+#[async_trait]
+impl SnapshotStore for FaultyMeta {
+    async fn put_snapshot(&self, s: &Scope, snapshot: &Snapshot) -> Result<()> {
+        self.1.step(self.0.put_snapshot(s, snapshot)).await
     }
-    async fn record(&self, s: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
-        self.1.step(self.0.record(s, kind, key)).await
+
+    async fn snapshot(&self, s: &Scope, id: &str) -> Result<Option<Snapshot>> {
+        self.1.step(self.0.snapshot(s, id)).await
     }
+
+    async fn delete_snapshot(&self, s: &Scope, id: &str) -> Result<bool> {
+        self.1.step(self.0.delete_snapshot(s, id)).await
+    }
+
     async fn list_snapshots(
         &self,
         s: &Scope,
@@ -255,22 +269,46 @@ impl MetaStore for FaultyMeta {
             .step(self.0.list_snapshots(s, id_prefix, before, limit))
             .await
     }
+}
+
+#[async_trait]
+impl RecordStore for FaultyMeta {
+    async fn put_record(
+        &self,
+        s: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()> {
+        self.1.step(self.0.put_record(s, kind, key, record)).await
+    }
+
+    async fn record(&self, s: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
+        self.1.step(self.0.record(s, kind, key)).await
+    }
+}
+
+#[async_trait]
+impl ScopeItemStore for FaultyMeta {
     async fn erase_scope_items(&self, s: &Scope) -> Result<u64> {
         self.1.step(self.0.erase_scope_items(s)).await
     }
 }
 
 #[async_trait]
-impl BodyStore for FaultyBodies {
+impl Bodies for FaultyBodies {
     async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<BodyRef> {
         self.1.step(self.0.put(key, bytes, content_type)).await
     }
+
     async fn get(&self, body: &BodyRef) -> Result<Option<Vec<u8>>> {
         self.1.step(self.0.get(body)).await
     }
+
     async fn delete(&self, body: &BodyRef) -> Result<()> {
         self.1.step(self.0.delete(body)).await
     }
+
     async fn presign_get(
         &self,
         body: &BodyRef,
@@ -278,18 +316,26 @@ impl BodyStore for FaultyBodies {
     ) -> Result<Option<PresignedUrl>> {
         self.1.step(self.0.presign_get(body, spec)).await
     }
+}
+
+#[async_trait]
+impl Staging for FaultyBodies {
     async fn put_staged(&self, key: &str, bytes: Vec<u8>, now: Millis) -> Result<()> {
         self.1.step(self.0.put_staged(key, bytes, now)).await
     }
+
     async fn get_staged(&self, key: &str, max_bytes: u64) -> Result<Option<Staged>> {
         self.1.step(self.0.get_staged(key, max_bytes)).await
     }
+
     async fn delete_staged(&self, key: &str) -> Result<()> {
         self.1.step(self.0.delete_staged(key)).await
     }
+
     async fn prune_staged(&self, prefix: &str, cutoff: Millis) -> Result<u64> {
         self.1.step(self.0.prune_staged(prefix, cutoff)).await
     }
+
     async fn presign_staged_put(
         &self,
         key: &str,
@@ -485,48 +531,7 @@ async fn assert_bodies_consistent(
             named.insert(id);
         }
     }
-    let prefix = format!("{}files/", scope.key_prefix());
-    for body in inventory.stored_bodies().await.expect("inventory") {
-        if body.key.starts_with(&prefix) {
-            assert!(
-                named.contains(&body.version_id),
-                "{context}: {} ({}) is stored but no version names it, after the sweep",
-                body.key,
-                body.version_id
-            );
-        }
-    }
-}
-
-/// Each path's events in the outbox are its changes, one each: sequences 1..=head.seq.
-async fn assert_one_event_per_change(
-    meta: &dyn MetaStore,
-    events: &dyn EventLog,
-    scope: &Scope,
-    context: &str,
-) {
-    let Since::Events(all) = events.since(Some(scope), 0, 10_000).await.expect("outbox") else {
-        panic!("{context}: the outbox expired events it should keep");
-    };
-    for path in ["a.md", "b.md"] {
-        let p = FilePath::parse(path).expect("path");
-        let committed = meta
-            .head(scope, &p)
-            .await
-            .expect("head")
-            .map_or(0, |h| h.seq);
-        let mut seen: Vec<u64> = all
-            .iter()
-            .filter(|r| r.event.path == path)
-            .map(|r| r.event.sequence)
-            .collect();
-        seen.sort_unstable();
-        let expected: Vec<u64> = (1..=committed).collect();
-        assert_eq!(
-            seen, expected,
-            "{context}: {path}'s events are not one per committed change"
-        );
-    }
+    assert_stored_bodies_named(inventory, scope, &named, context, ", after the sweep").await;
 }
 
 /// Every step of PUT, DELETE, restore, upload commit and snapshot, broken in each of the
@@ -640,7 +645,8 @@ where
                 }
                 let scope = Scope::parse("acme", &after.workspace).expect("scope");
                 if let Some(events) = &recovery.events {
-                    assert_one_event_per_change(meta.as_ref(), events.as_ref(), &scope, &context)
+                    let paths = ["a.md".to_owned(), "b.md".to_owned()];
+                    assert_events_once(meta.as_ref(), events.as_ref(), &scope, &paths, &context)
                         .await;
                 }
                 assert_bodies_consistent(
@@ -890,12 +896,23 @@ async fn assert_bodies_named(
             }
         }
     }
+    assert_stored_bodies_named(inventory, scope, &named, context, "").await;
+}
+
+/// Every file body stored under `scope` is one of `named` (`after` ends the message).
+async fn assert_stored_bodies_named(
+    inventory: &dyn BodyInventory,
+    scope: &Scope,
+    named: &HashSet<String>,
+    context: &str,
+    after: &str,
+) {
     let prefix = format!("{}files/", scope.key_prefix());
     for body in inventory.stored_bodies().await.expect("inventory") {
         if body.key.starts_with(&prefix) {
             assert!(
                 named.contains(&body.version_id),
-                "{context}: {} ({}) is stored but no version names it",
+                "{context}: {} ({}) is stored but no version names it{after}",
                 body.key,
                 body.version_id
             );

@@ -1533,6 +1533,7 @@ pub async fn an_expired_fork_s_own_data_is_swept(h: Harness) {
     let eraser = workspace_core::forks::sweep::StoreEraser {
         meta: h.meta.clone(),
         bodies: h.bodies.clone(),
+        staging: h.bodies.clone(),
     };
     let parent = crate::harness::scope("acme", "main");
     let swept = workspace_core::forks::sweep::sweep_expired_forks(

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use workspace_core::blob::{PresignSpec, PresignedUrl};
 use workspace_core::model::{BodyRef, Millis};
-use workspace_core::ports::{BodyStore, Staged};
+use workspace_core::ports::{Bodies, BodyStore, Staged, Staging};
 use workspace_core::{Result, WorkspaceError};
 
 /// One workspace of tenant `acme`, named per request with the tenant-wide key, in one
@@ -383,13 +383,15 @@ struct BreakKeptDelete {
 }
 
 #[async_trait]
-impl BodyStore for BreakKeptDelete {
+impl Bodies for BreakKeptDelete {
     async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<BodyRef> {
         self.inner.put(key, bytes, content_type).await
     }
+
     async fn get(&self, body: &BodyRef) -> Result<Option<Vec<u8>>> {
         self.inner.get(body).await
     }
+
     async fn delete(&self, body: &BodyRef) -> Result<()> {
         let armed = if body.key.contains("/kept/") {
             self.armed.lock().unwrap_or_else(|e| e.into_inner()).take()
@@ -409,6 +411,7 @@ impl BodyStore for BreakKeptDelete {
             }
         }
     }
+
     async fn presign_get(
         &self,
         body: &BodyRef,
@@ -416,18 +419,26 @@ impl BodyStore for BreakKeptDelete {
     ) -> Result<Option<PresignedUrl>> {
         self.inner.presign_get(body, spec).await
     }
+}
+
+#[async_trait]
+impl Staging for BreakKeptDelete {
     async fn put_staged(&self, key: &str, bytes: Vec<u8>, now: Millis) -> Result<()> {
         self.inner.put_staged(key, bytes, now).await
     }
+
     async fn get_staged(&self, key: &str, max_bytes: u64) -> Result<Option<Staged>> {
         self.inner.get_staged(key, max_bytes).await
     }
+
     async fn delete_staged(&self, key: &str) -> Result<()> {
         self.inner.delete_staged(key).await
     }
+
     async fn prune_staged(&self, prefix: &str, cutoff: Millis) -> Result<u64> {
         self.inner.prune_staged(prefix, cutoff).await
     }
+
     async fn presign_staged_put(
         &self,
         key: &str,

@@ -75,7 +75,7 @@ pub struct Commit {
     pub secrets_epoch: Option<SecretsEpoch>,
 }
 
-/// What [`MetaStore::commit_many`] did.
+/// What [`CommitStore::commit_many`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchOutcome {
     /// Every commit applied. `pruned`: the bodies of the version items they removed, all
@@ -89,7 +89,7 @@ pub enum BatchOutcome {
     },
 }
 
-/// A batch for [`MetaStore::commit_many`] names each path of a scope once, and each
+/// A batch for [`CommitStore::commit_many`] names each path of a scope once, and each
 /// idempotency key of a scope once.
 pub fn check_batch(commits: &[Commit]) -> Result<()> {
     let mut paths = std::collections::HashSet::new();
@@ -113,7 +113,7 @@ pub fn check_batch(commits: &[Commit]) -> Result<()> {
     Ok(())
 }
 
-/// A small record a service keeps (see [`MetaStore::put_record`]).
+/// A small record a service keeps (see [`RecordStore::put_record`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StoredRecord {
     /// JSON.
@@ -144,18 +144,31 @@ pub enum CommitOutcome {
     SecretsMoved,
 }
 
-/// Metadata and the commit decision.
+/// Metadata and the commit decision: every metadata port at once, for an adapter that is a
+/// whole store (memory, redb, DynamoDB) and a caller that wants all of it. Each port is
+/// its own trait, so a service or function asks for only the ones it uses (an
+/// `Arc<dyn MetaStore>` converts to any of them); anything that implements them all is one.
+pub trait MetaStore:
+    HeadStore + CommitStore + HistoryStore + SnapshotStore + RecordStore + ScopeItemStore
+{
+}
+
+impl<T> MetaStore for T where
+    T: HeadStore
+        + CommitStore
+        + HistoryStore
+        + SnapshotStore
+        + RecordStore
+        + ScopeItemStore
+        + ?Sized
+{
+}
+
+/// The heads of a scope's files: one read strongly consistently, the listings, the count.
 #[async_trait]
-pub trait MetaStore: Send + Sync {
+pub trait HeadStore: Send + Sync {
     /// The head of a path (live or tombstone), read strongly consistently.
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>>;
-    /// One version item by seq, if it is still retained.
-    async fn version(
-        &self,
-        scope: &Scope,
-        path: &FilePath,
-        seq: u64,
-    ) -> Result<Option<VersionRecord>>;
     /// Live heads under `prefix`, sorted by path, strictly after `after`, at most `limit`.
     async fn list_live(
         &self,
@@ -173,10 +186,16 @@ pub trait MetaStore: Send + Sync {
         after: Option<&FilePath>,
         limit: usize,
     ) -> Result<Vec<Head>>;
-    /// A recorded idempotency key (expired or not; the service judges its age).
-    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>>;
     /// How many live files the scope holds (what `max_files` is checked against).
     async fn live_count(&self, scope: &Scope) -> Result<u64>;
+}
+
+/// The commit decision: one commit or a batch, atomically under their conditions, and the
+/// idempotency records they leave.
+#[async_trait]
+pub trait CommitStore: Send + Sync {
+    /// A recorded idempotency key (expired or not; the service judges its age).
+    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>>;
     /// Applies a commit atomically under its conditions, with its change-log entry
     /// (`crate::changes::Change::of_commit` of its path and version item).
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome>;
@@ -193,6 +212,19 @@ pub trait MetaStore: Send + Sync {
     fn fits_one_commit(&self, _commits: &[Commit]) -> bool {
         true
     }
+}
+
+/// A path's history: retained version items, the pins that keep them, erasing one, and the
+/// scope's change log.
+#[async_trait]
+pub trait HistoryStore: Send + Sync {
+    /// One version item by seq, if it is still retained.
+    async fn version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+    ) -> Result<Option<VersionRecord>>;
     /// Retained version items of a path (every lineage, tombstones included), newest
     /// first, with seq below `before` when given, at most `limit`.
     async fn list_versions(
@@ -213,12 +245,6 @@ pub trait MetaStore: Send + Sync {
         pins: Vec<Pin>,
         must_exist: Option<u64>,
     ) -> Result<bool>;
-    /// Stores a snapshot record (ids are fresh; never overwrites in practice).
-    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()>;
-    /// A snapshot record (expired or not; the service judges its age).
-    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>>;
-    /// Removes a snapshot record; `false` when there was none.
-    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool>;
     /// Erases version item `seq` of `path` from history, with its change-log entry (and,
     /// where the store keeps an outbox, its event), atomically: the item keeps its
     /// metadata, loses its body reference and records `erasure`. The body it named is
@@ -238,6 +264,32 @@ pub trait MetaStore: Send + Sync {
         scope: &Scope,
         query: &crate::changes::ChangeQuery,
     ) -> Result<crate::changes::ChangePage>;
+}
+
+/// Snapshot records (run snapshots and fork bases).
+#[async_trait]
+pub trait SnapshotStore: Send + Sync {
+    /// Stores a snapshot record (ids are fresh; never overwrites in practice).
+    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()>;
+    /// A snapshot record (expired or not; the service judges its age).
+    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>>;
+    /// Removes a snapshot record; `false` when there was none.
+    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool>;
+    /// Snapshot records of the scope whose ids start with `id_prefix`, in descending id
+    /// order, only ids below `before` when given, `limit` at most; expired or not (the
+    /// service judges). Without their file lists, so a page stays small.
+    async fn list_snapshots(
+        &self,
+        scope: &Scope,
+        id_prefix: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SnapshotInfo>>;
+}
+
+/// A service's small records (a restore's report, a merge's plan).
+#[async_trait]
+pub trait RecordStore: Send + Sync {
     /// Stores a small record: `kind` names its family (a restore's report under its
     /// Idempotency-Key), `key` the record; any with the same kind and key is replaced.
     async fn put_record(
@@ -249,16 +301,11 @@ pub trait MetaStore: Send + Sync {
     ) -> Result<()>;
     /// A record (expired or not: the service judges its age).
     async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>>;
-    /// Snapshot records of the scope whose ids start with `id_prefix`, in descending id
-    /// order, only ids below `before` when given, `limit` at most; expired or not (the
-    /// service judges). Without their file lists, so a page stays small.
-    async fn list_snapshots(
-        &self,
-        scope: &Scope,
-        id_prefix: &str,
-        before: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<SnapshotInfo>>;
+}
+
+/// Erasing every metadata item of one scope.
+#[async_trait]
+pub trait ScopeItemStore: Send + Sync {
     /// Removes every metadata item of the scope (heads, versions, change log, records,
     /// snapshots, idempotency keys, counters, outbox events): an expired or discarded
     /// fork's (`crate::forks::sweep`). Safe to repeat; how many items went. Bodies are the
@@ -271,7 +318,7 @@ pub trait MetaStore: Send + Sync {
 }
 
 /// The bytes of a request body in the order a transport reads them, piece by piece, so a
-/// large one is never held whole (a streamed upload: `BodyStore::put_staged_pieces`).
+/// large one is never held whole (a streamed upload: `Staging::put_staged_pieces`).
 #[async_trait]
 pub trait BodyPieces: Send {
     /// The next piece (never empty), `None` after the last; an error when the body could
@@ -290,16 +337,18 @@ impl BodyPieces for OnePiece {
 }
 
 /// How much of a streamed body a store may hold in memory at once before writing it on
-/// (`BodyStore::put_staged_pieces` of the embedded store).
+/// (`Staging::put_staged_pieces` of the embedded store).
 pub const STREAM_PIECE_BYTES: usize = 1024 * 1024;
 
+/// File bodies and the staging area of two-step uploads, kept by the same store: both ports
+/// at once (see [`Bodies`] and [`Staging`]).
+pub trait BodyStore: Bodies + Staging {}
+
+impl<T: Bodies + Staging + ?Sized> BodyStore for T {}
+
 /// File bodies. A put never overwrites: each returns a new `BodyRef`.
-///
-/// The same store keeps the staging area of two-step uploads (`service::uploads`): bytes a
-/// client sent to an upload URL wait there, under `t/<tenant>/w/<workspace>/uploads/`, until
-/// their commit reads them. Staged objects are one per key (a put replaces it).
 #[async_trait]
-pub trait BodyStore: Send + Sync {
+pub trait Bodies: Send + Sync {
     async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<BodyRef>;
     /// `None` when the body is gone (pruned, or never written).
     async fn get(&self, body: &BodyRef) -> Result<Option<Vec<u8>>>;
@@ -313,7 +362,13 @@ pub trait BodyStore: Send + Sync {
     ) -> Result<Option<PresignedUrl>> {
         Ok(None)
     }
+}
 
+/// The staging area of two-step uploads (`service::uploads`): bytes a client sent to an
+/// upload URL wait there, under `t/<tenant>/w/<workspace>/uploads/`, until their commit
+/// reads them. Staged objects are one per key (a put replaces it).
+#[async_trait]
+pub trait Staging: Send + Sync {
     /// Stages `bytes` at `key`, replacing what was there; `now` is its `stored_at` where
     /// the store keeps no clock of its own.
     async fn put_staged(&self, key: &str, bytes: Vec<u8>, now: Millis) -> Result<()>;
@@ -379,25 +434,34 @@ fn no_bodies() -> WorkspaceError {
 }
 
 #[async_trait]
-impl BodyStore for NoBodies {
+impl Bodies for NoBodies {
     async fn put(&self, _: &str, _: Vec<u8>, _: &str) -> Result<BodyRef> {
         Err(no_bodies())
     }
+
     async fn get(&self, _: &BodyRef) -> Result<Option<Vec<u8>>> {
         Err(no_bodies())
     }
+
     async fn delete(&self, _: &BodyRef) -> Result<()> {
         Err(no_bodies())
     }
+}
+
+#[async_trait]
+impl Staging for NoBodies {
     async fn put_staged(&self, _: &str, _: Vec<u8>, _: Millis) -> Result<()> {
         Err(no_bodies())
     }
+
     async fn get_staged(&self, _: &str, _: u64) -> Result<Option<Staged>> {
         Err(no_bodies())
     }
+
     async fn delete_staged(&self, _: &str) -> Result<()> {
         Err(no_bodies())
     }
+
     async fn prune_staged(&self, _: &str, _: Millis) -> Result<u64> {
         Err(no_bodies())
     }

@@ -1,5 +1,5 @@
 //! What a presigned URL allows and what a store answers for one: shared by file bodies
-//! (`ports::BodyStore::presign_get`) and blobs (`blob`), so neither depends on the other.
+//! (`ports::Bodies::presign_get`) and blobs (`blob`), so neither depends on the other.
 
 use crate::model::Millis;
 

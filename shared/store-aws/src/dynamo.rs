@@ -21,7 +21,7 @@
 //! key is given, one delete per pruned or released version item, and the secrets-epoch
 //! check when the content was redacted (one per batch and tenant). A batch fits when its
 //! actions are at most 100 and about 4 MB ([`MAX_TRANSACTION_ACTIONS`],
-//! `MetaStore::fits_one_commit`).
+//! `CommitStore::fits_one_commit`).
 //!
 //! Pins (run snapshots) change the head with `set_pins`, under the same compare-and-swap
 //! on (`seq`, `pinRev`) that step 1 checks; see `workspace_core::service::snapshots` for
@@ -45,7 +45,8 @@ use aws_sdk_dynamodb::Client;
 use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::model::{Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord};
 use workspace_core::ports::{
-    check_batch, BatchOutcome, Commit, CommitOutcome, Expect, MetaStore, StoredRecord,
+    check_batch, BatchOutcome, Commit, CommitOutcome, CommitStore, Expect, HeadStore, HistoryStore,
+    RecordStore, ScopeItemStore, SnapshotStore, StoredRecord,
 };
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
@@ -110,6 +111,27 @@ impl DynamoMeta {
 
     pub(crate) async fn get_item(&self, pk: String, sk: String) -> Result<Option<Item>> {
         get_consistent(&self.client, &self.table, pk, sk).await
+    }
+
+    /// Runs `ops` as one `TransactWriteItems`: whether it applied, `false` when DynamoDB
+    /// cancelled it (a condition failed, or another transaction was on an item).
+    pub(crate) async fn applied(&self, ops: Vec<TransactWriteItem>) -> Result<bool> {
+        let res = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(ops))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_transaction_canceled_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(aws_err(e)),
+        }
     }
 
     fn put(&self, item: Item) -> Result<Put> {
@@ -532,27 +554,12 @@ impl DynamoMeta {
 }
 
 #[async_trait]
-impl MetaStore for DynamoMeta {
+impl HeadStore for DynamoMeta {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
         self.get_item(layout::partition(scope), layout::head_sk(path.as_str()))
             .await?
             .map(|i| items::head_from(&i))
             .transpose()
-    }
-
-    async fn version(
-        &self,
-        scope: &Scope,
-        path: &FilePath,
-        seq: u64,
-    ) -> Result<Option<VersionRecord>> {
-        self.get_item(
-            layout::partition(scope),
-            layout::version_sk(path.as_str(), seq),
-        )
-        .await?
-        .map(|i| items::version_from(&i))
-        .transpose()
     }
 
     async fn list_live(
@@ -575,19 +582,22 @@ impl MetaStore for DynamoMeta {
         self.heads_in(scope, prefix, after, limit, true).await
     }
 
-    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
-        self.get_item(layout::partition(scope), layout::idempotency_sk(key))
-            .await?
-            .map(|i| items::idempotency_from(&i))
-            .transpose()
-    }
-
     async fn live_count(&self, scope: &Scope) -> Result<u64> {
         Ok(self
             .get_item(layout::partition(scope), layout::COUNT_SK.to_owned())
             .await?
             .and_then(|i| items::get_n(&i, "live").ok())
             .unwrap_or(0))
+    }
+}
+
+#[async_trait]
+impl CommitStore for DynamoMeta {
+    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
+        self.get_item(layout::partition(scope), layout::idempotency_sk(key))
+            .await?
+            .map(|i| items::idempotency_from(&i))
+            .transpose()
     }
 
     async fn commit(&self, c: Commit) -> Result<CommitOutcome> {
@@ -616,6 +626,24 @@ impl MetaStore for DynamoMeta {
         mixed_secrets_epochs(commits).is_none()
             && self.transaction(commits).is_ok_and(|tx| tx.fits())
     }
+}
+
+#[async_trait]
+impl HistoryStore for DynamoMeta {
+    async fn version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+    ) -> Result<Option<VersionRecord>> {
+        self.get_item(
+            layout::partition(scope),
+            layout::version_sk(path.as_str(), seq),
+        )
+        .await?
+        .map(|i| items::version_from(&i))
+        .transpose()
+    }
 
     async fn list_versions(
         &self,
@@ -639,18 +667,6 @@ impl MetaStore for DynamoMeta {
             .await
     }
 
-    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
-        self.put_snapshot_item(scope, snapshot).await
-    }
-
-    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
-        self.get_snapshot_item(scope, id).await
-    }
-
-    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
-        self.delete_snapshot_item(scope, id).await
-    }
-
     async fn erase_version(
         &self,
         scope: &Scope,
@@ -664,7 +680,36 @@ impl MetaStore for DynamoMeta {
     async fn list_changes(&self, scope: &Scope, q: &ChangeQuery) -> Result<ChangePage> {
         self.list_change_items(scope, q).await
     }
+}
 
+#[async_trait]
+impl SnapshotStore for DynamoMeta {
+    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
+        self.put_snapshot_item(scope, snapshot).await
+    }
+
+    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
+        self.get_snapshot_item(scope, id).await
+    }
+
+    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
+        self.delete_snapshot_item(scope, id).await
+    }
+
+    async fn list_snapshots(
+        &self,
+        scope: &Scope,
+        id_prefix: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SnapshotInfo>> {
+        self.list_snapshot_items(scope, id_prefix, before, limit)
+            .await
+    }
+}
+
+#[async_trait]
+impl RecordStore for DynamoMeta {
     async fn put_record(
         &self,
         scope: &Scope,
@@ -678,18 +723,10 @@ impl MetaStore for DynamoMeta {
     async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
         self.get_record_item(scope, kind, key).await
     }
+}
 
-    async fn list_snapshots(
-        &self,
-        scope: &Scope,
-        id_prefix: &str,
-        before: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<SnapshotInfo>> {
-        self.list_snapshot_items(scope, id_prefix, before, limit)
-            .await
-    }
-
+#[async_trait]
+impl ScopeItemStore for DynamoMeta {
     /// One Query of the scope's partition (a page per MB), then `BatchWriteItem` deletes,
     /// 25 items a call.
     async fn erase_scope_items(&self, scope: &Scope) -> Result<u64> {

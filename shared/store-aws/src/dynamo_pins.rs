@@ -123,23 +123,11 @@ impl DynamoMeta {
                     .set_expression_attribute_values(Some(values))
                     .build()
                     .map_err(aws_err)?;
-                let res = self
-                    .client
-                    .transact_write_items()
-                    .transact_items(TransactWriteItem::builder().condition_check(check).build())
-                    .transact_items(TransactWriteItem::builder().update(upd).build())
-                    .send()
-                    .await;
-                match res {
-                    Ok(_) => Ok(true),
-                    Err(e)
-                        if e.as_service_error()
-                            .is_some_and(|se| se.is_transaction_canceled_exception()) =>
-                    {
-                        Ok(false)
-                    }
-                    Err(e) => Err(aws_err(e)),
-                }
+                self.applied(vec![
+                    TransactWriteItem::builder().condition_check(check).build(),
+                    TransactWriteItem::builder().update(upd).build(),
+                ])
+                .await
             }
         }
     }
@@ -284,21 +272,14 @@ impl DynamoMeta {
                 )))
                 .build()
                 .map_err(aws_err)?;
-            let res = self
-                .client
-                .transact_write_items()
-                .transact_items(TransactWriteItem::builder().update(upd).build())
-                .transact_items(TransactWriteItem::builder().put(put).build())
-                .send()
-                .await;
-            match res {
-                Ok(_) => return Ok(Some(v.body)),
-                // Pruned or erased in between: read again to say which.
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|se| se.is_transaction_canceled_exception()) => {}
-                Err(e) => return Err(aws_err(e)),
+            let ops = vec![
+                TransactWriteItem::builder().update(upd).build(),
+                TransactWriteItem::builder().put(put).build(),
+            ];
+            if self.applied(ops).await? {
+                return Ok(Some(v.body));
             }
+            // Pruned or erased in between: read again to say which.
         }
         Err(workspace_core::WorkspaceError::internal(
             "the version item kept changing while it was erased",

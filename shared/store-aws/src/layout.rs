@@ -38,7 +38,7 @@ pub fn change_sk(key: &str) -> String {
     format!("{CHANGE_PREFIX}{key}")
 }
 
-/// A service's small record (`MetaStore::put_record`).
+/// A service's small record (`RecordStore::put_record`).
 pub fn record_sk(kind: &str, key: &str) -> String {
     format!("rec#{kind}#{key}")
 }

@@ -11,7 +11,7 @@
 
 use crate::events::{plan, EventBridgeSink, StreamRecord, Work};
 use crate::s3::S3Bodies;
-use workspace_core::ports::{BodyStore, WorkspaceEvent};
+use workspace_core::ports::{Bodies, WorkspaceEvent};
 
 pub struct Publisher {
     pub sink: EventBridgeSink,

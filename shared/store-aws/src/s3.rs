@@ -10,13 +10,14 @@
 use crate::aws_err;
 use async_trait::async_trait;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::operation::list_object_versions::ListObjectVersionsOutput;
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 use std::time::{Duration, UNIX_EPOCH};
 use workspace_core::blob::{PresignMethod, PresignSpec, PresignedUrl};
 use workspace_core::model::{BodyRef, Millis};
-use workspace_core::ports::{BodyStore, Staged};
+use workspace_core::ports::{Bodies, Staged, Staging};
 use workspace_core::{Result, WorkspaceError};
 
 /// S3's "no such object" in its several spellings.
@@ -34,6 +35,51 @@ fn is_missing<E: ProvideErrorMetadata>(
     }
 }
 
+/// The pages of `ListObjectVersions` under a prefix, read one at a time (so a caller can
+/// act on each before it reads the next): the one paging loop over an S3 listing.
+pub(crate) struct VersionPages<'a> {
+    client: &'a Client,
+    bucket: &'a str,
+    prefix: &'a str,
+    /// Where the next page starts (key and version markers); `None` once the last is read.
+    next: Option<(Option<String>, Option<String>)>,
+}
+
+impl<'a> VersionPages<'a> {
+    pub(crate) fn new(client: &'a Client, bucket: &'a str, prefix: &'a str) -> Self {
+        Self {
+            client,
+            bucket,
+            prefix,
+            next: Some((None, None)),
+        }
+    }
+
+    /// The next page, or `None` after the last.
+    pub(crate) async fn next(&mut self) -> Result<Option<ListObjectVersionsOutput>> {
+        let Some((key_marker, version_marker)) = self.next.take() else {
+            return Ok(None);
+        };
+        let page = self
+            .client
+            .list_object_versions()
+            .bucket(self.bucket)
+            .prefix(self.prefix)
+            .set_key_marker(key_marker)
+            .set_version_id_marker(version_marker)
+            .send()
+            .await
+            .map_err(aws_err)?;
+        if page.is_truncated() == Some(true) {
+            self.next = Some((
+                page.next_key_marker().map(str::to_owned),
+                page.next_version_id_marker().map(str::to_owned),
+            ));
+        }
+        Ok(Some(page))
+    }
+}
+
 /// Every version and delete marker under `prefix`, as (key, version id), all pages.
 pub(crate) async fn object_versions(
     client: &Client,
@@ -41,17 +87,8 @@ pub(crate) async fn object_versions(
     prefix: &str,
 ) -> Result<Vec<(String, Option<String>)>> {
     let mut out = Vec::new();
-    let (mut key_marker, mut version_marker) = (None, None);
-    loop {
-        let page = client
-            .list_object_versions()
-            .bucket(bucket)
-            .prefix(prefix)
-            .set_key_marker(key_marker.take())
-            .set_version_id_marker(version_marker.take())
-            .send()
-            .await
-            .map_err(aws_err)?;
+    let mut pages = VersionPages::new(client, bucket, prefix);
+    while let Some(page) = pages.next().await? {
         let found = page
             .versions()
             .iter()
@@ -66,12 +103,8 @@ pub(crate) async fn object_versions(
                 out.push((key.to_owned(), version.map(str::to_owned)));
             }
         }
-        if page.is_truncated != Some(true) {
-            return Ok(out);
-        }
-        key_marker = page.next_key_marker;
-        version_marker = page.next_version_id_marker;
     }
+    Ok(out)
 }
 
 /// Deletes every version and delete marker of exactly `key` (not of longer keys sharing
@@ -175,7 +208,7 @@ impl S3Bodies {
 }
 
 #[async_trait]
-impl BodyStore for S3Bodies {
+impl Bodies for S3Bodies {
     async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<BodyRef> {
         let out = self
             .client
@@ -240,7 +273,10 @@ impl BodyStore for S3Bodies {
             .await
             .map(Some)
     }
+}
 
+#[async_trait]
+impl Staging for S3Bodies {
     async fn put_staged(&self, key: &str, bytes: Vec<u8>, _now: Millis) -> Result<()> {
         self.put(key, bytes, "application/octet-stream")
             .await

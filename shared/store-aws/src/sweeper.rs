@@ -19,6 +19,7 @@ use crate::dynamo::DynamoMeta;
 use crate::items::{get_n, get_s, s};
 use crate::layout;
 use crate::paging::read_pages;
+use crate::s3::VersionPages;
 use crate::sessions::{DynamoSessions, S3Eraser};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -104,18 +105,8 @@ impl Sweeper {
         let mut scopes: BTreeSet<Scope> = BTreeSet::new();
         let mut cache: HashMap<String, HashSet<String>> = HashMap::new();
         let mut plans: HashMap<String, HashSet<String>> = HashMap::new();
-        let (mut key_marker, mut version_marker) = (None, None);
-        loop {
-            let page = self
-                .s3
-                .list_object_versions()
-                .bucket(&self.bucket)
-                .prefix("t/")
-                .set_key_marker(key_marker.take())
-                .set_version_id_marker(version_marker.take())
-                .send()
-                .await
-                .map_err(aws_err)?;
+        let mut pages = VersionPages::new(&self.s3, &self.bucket, "t/");
+        while let Some(page) = pages.next().await? {
             let mut doomed = Vec::new();
             for v in page.versions() {
                 let (Some(key), Some(id)) = (v.key(), v.version_id()) else {
@@ -169,12 +160,6 @@ impl Sweeper {
                     .map_err(aws_err)?;
                 report.deleted += 1;
             }
-            if page.is_truncated() == Some(true) {
-                key_marker = page.next_key_marker().map(str::to_owned);
-                version_marker = page.next_version_id_marker().map(str::to_owned);
-            } else {
-                break;
-            }
         }
         report.forks_swept = self.sweep_forks(&scopes, now).await?;
         Ok(report)
@@ -226,18 +211,8 @@ fn scope_prefix(key: &str) -> String {
 impl BodyInventory for Sweeper {
     async fn stored_bodies(&self) -> Result<Vec<BodyRef>> {
         let mut out = Vec::new();
-        let (mut key_marker, mut version_marker) = (None, None);
-        loop {
-            let page = self
-                .s3
-                .list_object_versions()
-                .bucket(&self.bucket)
-                .prefix("t/")
-                .set_key_marker(key_marker.take())
-                .set_version_id_marker(version_marker.take())
-                .send()
-                .await
-                .map_err(aws_err)?;
+        let mut pages = VersionPages::new(&self.s3, &self.bucket, "t/");
+        while let Some(page) = pages.next().await? {
             for v in page.versions() {
                 if let (Some(key), Some(id)) = (v.key(), v.version_id()) {
                     if !is_staged_key(key) {
@@ -248,13 +223,8 @@ impl BodyInventory for Sweeper {
                     }
                 }
             }
-            if page.is_truncated() == Some(true) {
-                key_marker = page.next_key_marker().map(str::to_owned);
-                version_marker = page.next_version_id_marker().map(str::to_owned);
-            } else {
-                return Ok(out);
-            }
         }
+        Ok(out)
     }
 }
 

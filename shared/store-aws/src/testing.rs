@@ -7,6 +7,7 @@ use crate::provision::{self, Stream};
 use crate::AwsClients;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_smithy_runtime_api::client::interceptors::SharedInterceptor;
+use std::sync::Arc;
 
 pub fn moto_url() -> String {
     std::env::var("WORKSPACE_TEST_MOTO_URL").unwrap_or_else(|_| {
@@ -47,6 +48,38 @@ pub struct Env {
     pub bucket: String,
     pub table: String,
     pub stream_arn: Option<String>,
+}
+
+impl Env {
+    /// The workspace service over this table and bucket (DynamoDB metadata, S3 bodies,
+    /// events from the table's stream) under `limits`.
+    pub fn service(&self, limits: workspace_core::Limits) -> workspace_core::WorkspaceService {
+        use workspace_core::ports::{FromCommittedState, RandomIds, SystemClock};
+        workspace_core::WorkspaceService::new(
+            Arc::new(crate::DynamoMeta::new(
+                self.clients.dynamodb.clone(),
+                &self.table,
+            )),
+            Arc::new(crate::S3Bodies::new(self.clients.s3.clone(), &self.bucket)),
+            Arc::new(FromCommittedState),
+            Arc::new(SystemClock),
+            Arc::new(RandomIds),
+            limits,
+        )
+    }
+
+    /// [`Env::service`] with the tenants' registered secrets in the table, as every Lambda
+    /// that writes wires it.
+    pub fn service_with_secrets(
+        &self,
+        limits: workspace_core::Limits,
+    ) -> workspace_core::WorkspaceService {
+        self.service(limits)
+            .with_secrets(Arc::new(crate::secrets_table::DynamoSecrets::new(
+                self.clients.dynamodb.clone(),
+                &self.table,
+            )))
+    }
 }
 
 /// A versioned bucket and a streamed table of the template's shape, fresh for one test.

@@ -2,7 +2,7 @@
 //! operation costs and how many round trips it waits for in sequence.
 
 use std::sync::Arc;
-use workspace_core::ports::{FromCommittedState, RandomIds, SystemClock};
+use workspace_core::ports::{Bodies, FromCommittedState, RandomIds, Staging, SystemClock};
 use workspace_core::{FilePath, Identity, Limits, PathPrefix, PutRequest, Scope, WorkspaceService};
 use workspace_store_aws::calls::CallLog;
 use workspace_store_aws::secrets_table::DynamoSecrets;
@@ -26,18 +26,7 @@ fn put(path: &str, content: &str, if_match: Option<String>) -> PutRequest {
 async fn each_operation_stays_within_its_call_budget() {
     let log = CallLog::default();
     let env = common::fresh(Some(log.interceptor())).await;
-    let svc = WorkspaceService::new(
-        Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table)),
-        Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
-        Arc::new(FromCommittedState),
-        Arc::new(SystemClock),
-        Arc::new(RandomIds),
-        Limits::default(),
-    )
-    .with_secrets(Arc::new(DynamoSecrets::new(
-        env.clients.dynamodb.clone(),
-        &env.table,
-    )));
+    let svc = env.service_with_secrets(Limits::default());
     let path = FilePath::parse("notes/a.md").unwrap();
 
     // The first PUT of a container: the tenant's registered secrets and their epoch (WSR-1:
@@ -152,7 +141,7 @@ async fn each_operation_stays_within_its_call_budget() {
     // Two-step upload. Start: the declaration is one object. The second PutObject is the
     // presigning: the SDK runs it through its interceptors but sends nothing.
     use workspace_core::model::sha256_hex;
-    use workspace_core::ports::BodyStore;
+
     use workspace_core::service::{UploadCommit, UploadRequest};
     let bytes = vec![7u8; 2 * 1024 * 1024];
     log.reset();
@@ -211,7 +200,6 @@ async fn each_operation_stays_within_its_call_budget() {
 /// never stored.
 #[tokio::test]
 async fn a_secret_registered_between_two_puts_redacts_the_second() {
-    use workspace_core::ports::BodyStore;
     use workspace_core::secrets::{SecretRecord, SecretStore};
     let log = CallLog::default();
     let env = common::fresh(Some(log.interceptor())).await;
@@ -265,7 +253,7 @@ async fn a_secret_registered_between_two_puts_redacts_the_second() {
     );
     assert!(calls.contains(&"S3.DeleteObject".to_owned()), "{calls:?}");
     // What S3 holds for the file is the redacted text, and only that version is named.
-    let head = workspace_core::ports::MetaStore::head(
+    let head = workspace_core::ports::HeadStore::head(
         meta.as_ref(),
         &who().scope,
         &FilePath::parse("notes/b.md").unwrap(),

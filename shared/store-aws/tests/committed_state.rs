@@ -1,8 +1,7 @@
 //! What only the AWS backend has, on the emulator: events driven from the DynamoDB stream
 //! and observed on an SQS queue, pruning of S3 versions, retried publishing, and the sweeper.
 
-use std::sync::Arc;
-use workspace_core::ports::{BodyStore, FromCommittedState, RandomIds, SystemClock};
+use workspace_core::ports::{Bodies, Staging, SystemClock};
 use workspace_core::{
     FilePath, Identity, Limits, PutRequest, Scope, WorkspaceError, WorkspaceService,
 };
@@ -10,20 +9,13 @@ use workspace_store_aws::events::{EventBridgeSink, Work};
 use workspace_store_aws::publisher::Publisher;
 use workspace_store_aws::sweeper::Sweeper;
 use workspace_store_aws::testing as common;
-use workspace_store_aws::{DynamoMeta, S3Bodies};
+use workspace_store_aws::S3Bodies;
 
 fn service(env: &common::Env, max_versions: u64) -> WorkspaceService {
-    WorkspaceService::new(
-        Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table)),
-        Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
-        Arc::new(FromCommittedState),
-        Arc::new(SystemClock),
-        Arc::new(RandomIds),
-        Limits {
-            max_versions,
-            ..Limits::default()
-        },
-    )
+    env.service(Limits {
+        max_versions,
+        ..Limits::default()
+    })
 }
 
 fn sweeper(env: &common::Env) -> Sweeper {

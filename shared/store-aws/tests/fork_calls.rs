@@ -2,15 +2,13 @@
 //! interceptor: creating a fork copies no body (no S3 call) and costs one pin per live file
 //! of the parent; a merge's cost grows by a fixed number of calls per merged file.
 
-use std::sync::Arc;
 use workspace_core::forks::three_way::Strategy;
-use workspace_core::ports::{FromCommittedState, RandomIds, SystemClock};
+use workspace_core::ports::{HeadStore, HistoryStore, SnapshotStore, SystemClock};
 use workspace_core::service::{ForkRequest, MergeOutcome, MergeRequest};
-use workspace_core::{FilePath, Identity, Limits, PutRequest, Scope, WorkspaceService};
+use workspace_core::{FilePath, Identity, Limits, PutRequest, Scope};
 use workspace_store_aws::calls::CallLog;
-use workspace_store_aws::secrets_table::DynamoSecrets;
 use workspace_store_aws::testing as common;
-use workspace_store_aws::{DynamoMeta, S3Bodies};
+use workspace_store_aws::DynamoMeta;
 
 fn put(path: &str, content: &str) -> PutRequest {
     PutRequest {
@@ -33,18 +31,7 @@ async fn measure(n: usize) -> (Vec<String>, Vec<String>) {
 async fn measure_with(n: usize, key: Option<&str>) -> (Vec<String>, Vec<String>) {
     let log = CallLog::default();
     let env = common::fresh(Some(log.interceptor())).await;
-    let svc = WorkspaceService::new(
-        Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table)),
-        Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
-        Arc::new(FromCommittedState),
-        Arc::new(SystemClock),
-        Arc::new(RandomIds),
-        Limits::default(),
-    )
-    .with_secrets(Arc::new(DynamoSecrets::new(
-        env.clients.dynamodb.clone(),
-        &env.table,
-    )));
+    let svc = env.service_with_secrets(Limits::default());
     let parent = Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice");
     for i in 0..n {
         svc.put(&parent, put(&format!("f{i}.md"), "base"))
@@ -170,7 +157,7 @@ async fn a_merge_over_one_transaction_records_its_plan_and_commits_in_batches() 
 /// `template` (same body), and counts them in the live-file counter.
 async fn seed_copies(env: &common::Env, scope: &Scope, template: &str, paths: Vec<String>) {
     use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
-    use workspace_core::ports::MetaStore;
+
     use workspace_store_aws::{items, layout};
     let meta = DynamoMeta::new(env.clients.dynamodb.clone(), &env.table);
     let t = FilePath::parse(template).unwrap();
@@ -248,18 +235,7 @@ async fn a_fork_of_a_thousand_files_with_long_paths_splits_its_base() {
     let limits = Limits::default();
     let n = limits.max_files as usize;
     assert_eq!(n, 1000);
-    let svc = WorkspaceService::new(
-        Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table)),
-        Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
-        Arc::new(FromCommittedState),
-        Arc::new(SystemClock),
-        Arc::new(RandomIds),
-        limits,
-    )
-    .with_secrets(Arc::new(DynamoSecrets::new(
-        env.clients.dynamodb.clone(),
-        &env.table,
-    )));
+    let svc = env.service_with_secrets(limits);
     let parent = Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice");
     let long = "d".repeat(246);
     let path = |i: usize| format!("{long}/{i:05}.md");
@@ -353,7 +329,7 @@ async fn a_fork_of_a_thousand_files_with_long_paths_splits_its_base() {
     // Deleting the base record deletes its parts (one BatchWriteItem). (Discarding the
     // fork does that and ends each pin: a thousand more calls the emulator is slow at;
     // the contract suite discards and merges on every backend.)
-    use workspace_core::ports::MetaStore;
+
     let meta = DynamoMeta::new(env.clients.dynamodb.clone(), &env.table);
     let base = meta
         .snapshot(&parent.scope, &fork.base_snapshot)
@@ -403,14 +379,7 @@ async fn the_sweeper_erases_expired_forks_and_nothing_else() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use workspace_core::ports::Clock;
     let env = common::fresh(None).await;
-    let svc = WorkspaceService::new(
-        Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table)),
-        Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
-        Arc::new(FromCommittedState),
-        Arc::new(SystemClock),
-        Arc::new(RandomIds),
-        Limits::default(),
-    );
+    let svc = env.service(Limits::default());
     let parent = Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice");
     for p in ["a.md", "b.md"] {
         svc.put(&parent, put(p, "base")).await.unwrap();
@@ -522,18 +491,7 @@ async fn bench_fork_and_merge_calls_by_workspace_size() {
     for (k, &size) in sizes.iter().enumerate() {
         let log = CallLog::default();
         let env = common::fresh(Some(log.interceptor())).await;
-        let svc = WorkspaceService::new(
-            Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table)),
-            Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
-            Arc::new(FromCommittedState),
-            Arc::new(SystemClock),
-            Arc::new(RandomIds),
-            Limits::default(),
-        )
-        .with_secrets(Arc::new(DynamoSecrets::new(
-            env.clients.dynamodb.clone(),
-            &env.table,
-        )));
+        let svc = env.service_with_secrets(Limits::default());
         let parent = Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice");
         let path = |i: usize| format!("bench/{i:05}.md");
         svc.put(&parent, put(&path(0), "base")).await.unwrap();

@@ -9,7 +9,8 @@ use aws_smithy_types::retry::RetryConfig;
 use std::sync::Arc;
 use std::time::Duration;
 use workspace_core::ports::{
-    FromCommittedState, MetaStore, Operation, RandomIds, SystemClock, WorkspaceEvent,
+    Bodies, FromCommittedState, HeadStore, HistoryStore, Operation, RandomIds, SystemClock,
+    WorkspaceEvent,
 };
 use workspace_core::{
     FilePath, Identity, Limits, PutRequest, Scope, WorkspaceError, WorkspaceService,
@@ -121,7 +122,7 @@ async fn s3_throttling_is_retried_by_the_sdk() {
     let client = mock_client!(aws_sdk_s3, RuleMode::Sequential, [&rule], |c| c
         .retry_config(retrying()));
     let bodies = S3Bodies::new(client, "bucket");
-    let body = workspace_core::ports::BodyStore::put(
+    let body = workspace_core::ports::Bodies::put(
         &bodies,
         "t/acme/w/main/files/a",
         b"x".to_vec(),
@@ -266,7 +267,7 @@ async fn a_moved_secrets_epoch_is_redacted_again_and_retried() {
     use aws_sdk_dynamodb::operation::query::QueryOutput;
     use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsOutput;
     use aws_sdk_dynamodb::types::AttributeValue;
-    use workspace_core::ports::{BodyInventory, BodyStore};
+    use workspace_core::ports::BodyInventory;
     use workspace_store_aws::secrets_table::DynamoSecrets;
     let s = |v: &str| AttributeValue::S(v.to_owned());
     let secrets = mock!(aws_sdk_dynamodb::Client::query)

@@ -25,12 +25,11 @@ use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use workspace_core::ports::{FromCommittedState, RandomIds, SystemClock};
-use workspace_core::{FilePath, Identity, Limits, PutRequest, Scope, WorkspaceService};
+use workspace_core::{FilePath, Identity, Limits, PutRequest, Scope};
 use workspace_store_aws::events::{plan, EventBridgeSink, StreamRecord, Work};
 use workspace_store_aws::publisher::Publisher;
 use workspace_store_aws::testing as common;
-use workspace_store_aws::{DynamoMeta, S3Bodies};
+use workspace_store_aws::S3Bodies;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fault {
@@ -168,17 +167,10 @@ fn committed() -> BTreeSet<(String, u64, String)> {
 async fn committed_batch(breaker: &Arc<BreakCall>) -> (common::Env, Vec<StreamRecord>) {
     let interceptor = SharedInterceptor::new(Interceptor(breaker.clone()));
     let env = common::fresh(Some(interceptor)).await;
-    let svc = WorkspaceService::new(
-        Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table)),
-        Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
-        Arc::new(FromCommittedState),
-        Arc::new(SystemClock),
-        Arc::new(RandomIds),
-        Limits {
-            max_versions: 2,
-            ..Limits::default()
-        },
-    );
+    let svc = env.service(Limits {
+        max_versions: 2,
+        ..Limits::default()
+    });
     for path in PATHS {
         let mut etag = None;
         for v in 1..=VERSIONS {

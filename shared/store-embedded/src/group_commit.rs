@@ -11,7 +11,7 @@
 //! anything, so it changes nothing and does not affect its neighbours. A storage error
 //! fails the whole batch (nothing of it is committed), and every caller is told.
 //!
-//! A caller's own batch (`MetaStore::commit_many`, a fork's merge) is one job: all its
+//! A caller's own batch (`CommitStore::commit_many`, a fork's merge) is one job: all its
 //! commits are judged before any writes (`apply_many_in`), so it applies whole or not at
 //! all, inside the same shared transaction; readers (who read committed transactions
 //! only) see all of it or none.

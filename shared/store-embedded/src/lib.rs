@@ -38,8 +38,9 @@ use workspace_core::model::{
     BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{
-    check_batch, BatchOutcome, BodyPieces, BodyStore, Commit, CommitOutcome, Expect, IdSource,
-    MetaStore, RandomIds, Staged, StoredRecord,
+    check_batch, BatchOutcome, Bodies, BodyPieces, Commit, CommitOutcome, CommitStore, Expect,
+    HeadStore, HistoryStore, IdSource, RandomIds, RecordStore, ScopeItemStore, SnapshotStore,
+    Staged, Staging, StoredRecord,
 };
 use workspace_core::{FilePath, PathPrefix, Result, Scope, WorkspaceError};
 
@@ -54,7 +55,7 @@ const IDEMPOTENCY: TableDefinition<&str, &[u8]> = TableDefinition::new("idempote
 const LIVE_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("live_counts");
 const BODIES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("bodies");
 const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");
-/// Services' small records (`MetaStore::put_record`): `<scope prefix><kind>/<key>` → JSON.
+/// Services' small records (`RecordStore::put_record`): `<scope prefix><kind>/<key>` → JSON.
 pub(crate) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
 pub(crate) const STAGED: TableDefinition<&str, &[u8]> = TableDefinition::new("staged");
 
@@ -370,26 +371,10 @@ impl EmbeddedStore {
 }
 
 #[async_trait]
-impl MetaStore for EmbeddedStore {
+impl HeadStore for EmbeddedStore {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
         let key = head_key(scope, path.as_str());
         self.get_json(HEADS, key).await
-    }
-
-    async fn version(
-        &self,
-        scope: &Scope,
-        path: &FilePath,
-        seq: u64,
-    ) -> Result<Option<VersionRecord>> {
-        let key = head_key(scope, path.as_str());
-        self.blocking(move |db| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let table = txn.open_table(VERSIONS).map_err(db_err)?;
-            let found = table.get((key.as_str(), seq)).map_err(db_err)?;
-            found.map(|v| decode(v.value())).transpose()
-        })
-        .await
     }
 
     async fn list_live(
@@ -412,11 +397,6 @@ impl MetaStore for EmbeddedStore {
         self.heads_in(scope, prefix, after, limit, true).await
     }
 
-    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
-        let key = format!("{}{key}", scope.key_prefix());
-        self.get_json(IDEMPOTENCY, key).await
-    }
-
     async fn live_count(&self, scope: &Scope) -> Result<u64> {
         let key = scope.key_prefix();
         self.blocking(move |db| {
@@ -426,6 +406,14 @@ impl MetaStore for EmbeddedStore {
             Ok(found.map_or(0, |v| v.value()))
         })
         .await
+    }
+}
+
+#[async_trait]
+impl CommitStore for EmbeddedStore {
+    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
+        let key = format!("{}{key}", scope.key_prefix());
+        self.get_json(IDEMPOTENCY, key).await
     }
 
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome> {
@@ -437,6 +425,25 @@ impl MetaStore for EmbeddedStore {
     async fn commit_many(&self, commits: Vec<Commit>) -> Result<BatchOutcome> {
         check_batch(&commits)?;
         self.committer.commit_many(commits).await
+    }
+}
+
+#[async_trait]
+impl HistoryStore for EmbeddedStore {
+    async fn version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+    ) -> Result<Option<VersionRecord>> {
+        let key = head_key(scope, path.as_str());
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let table = txn.open_table(VERSIONS).map_err(db_err)?;
+            let found = table.get((key.as_str(), seq)).map_err(db_err)?;
+            found.map(|v| decode(v.value())).transpose()
+        })
+        .await
     }
 
     async fn list_versions(
@@ -499,37 +506,6 @@ impl MetaStore for EmbeddedStore {
         .await
     }
 
-    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
-        let prefix = scope.key_prefix();
-        let key = format!("{prefix}{}", snapshot.id);
-        let value = encode(snapshot)?;
-        let now = snapshot.created_at;
-        self.blocking(move |db| {
-            let txn = db.begin_write().map_err(db_err)?;
-            {
-                let mut t = txn.open_table(SNAPSHOTS).map_err(db_err)?;
-                // No TTL here (DynamoDB has one): drop the scope's expired records now.
-                let end = format!("{prefix}\u{10ffff}");
-                let expired = t
-                    .extract_from_if(prefix.as_str()..end.as_str(), |_, v| {
-                        decode::<Snapshot>(v).is_ok_and(|s| s.expires_at <= now)
-                    })
-                    .map_err(db_err)?;
-                for item in expired {
-                    item.map_err(db_err)?;
-                }
-                t.insert(key.as_str(), value.as_slice()).map_err(db_err)?;
-            }
-            txn.commit().map_err(db_err)
-        })
-        .await
-    }
-
-    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
-        let key = format!("{}{id}", scope.key_prefix());
-        self.get_json(SNAPSHOTS, key).await
-    }
-
     async fn erase_version(
         &self,
         scope: &Scope,
@@ -573,30 +549,39 @@ impl MetaStore for EmbeddedStore {
     async fn list_changes(&self, scope: &Scope, q: &ChangeQuery) -> Result<ChangePage> {
         self.list_changes_in(scope, q).await
     }
+}
 
-    async fn put_record(
-        &self,
-        scope: &Scope,
-        kind: &str,
-        key: &str,
-        record: &StoredRecord,
-    ) -> Result<()> {
-        let id = format!("{}{kind}/{key}", scope.key_prefix());
-        let value = encode(record)?;
+#[async_trait]
+impl SnapshotStore for EmbeddedStore {
+    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
+        let prefix = scope.key_prefix();
+        let key = format!("{prefix}{}", snapshot.id);
+        let value = encode(snapshot)?;
+        let now = snapshot.created_at;
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(db_err)?;
             {
-                let mut t = txn.open_table(RECORDS).map_err(db_err)?;
-                t.insert(id.as_str(), value.as_slice()).map_err(db_err)?;
+                let mut t = txn.open_table(SNAPSHOTS).map_err(db_err)?;
+                // No TTL here (DynamoDB has one): drop the scope's expired records now.
+                let end = format!("{prefix}\u{10ffff}");
+                let expired = t
+                    .extract_from_if(prefix.as_str()..end.as_str(), |_, v| {
+                        decode::<Snapshot>(v).is_ok_and(|s| s.expires_at <= now)
+                    })
+                    .map_err(db_err)?;
+                for item in expired {
+                    item.map_err(db_err)?;
+                }
+                t.insert(key.as_str(), value.as_slice()).map_err(db_err)?;
             }
             txn.commit().map_err(db_err)
         })
         .await
     }
 
-    async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
-        let id = format!("{}{kind}/{key}", scope.key_prefix());
-        self.get_json(RECORDS, id).await
+    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
+        let key = format!("{}{id}", scope.key_prefix());
+        self.get_json(SNAPSHOTS, key).await
     }
 
     async fn list_snapshots(
@@ -629,11 +614,6 @@ impl MetaStore for EmbeddedStore {
         .await
     }
 
-    async fn erase_scope_items(&self, scope: &Scope) -> Result<u64> {
-        // Every table's items under the scope's key prefix, in one transaction.
-        workspace_core::sessions::ports::SessionStore::erase_scope(self, scope).await
-    }
-
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
         let key = format!("{}{id}", scope.key_prefix());
         self.blocking(move |db| {
@@ -647,6 +627,42 @@ impl MetaStore for EmbeddedStore {
             Ok(removed)
         })
         .await
+    }
+}
+
+#[async_trait]
+impl RecordStore for EmbeddedStore {
+    async fn put_record(
+        &self,
+        scope: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()> {
+        let id = format!("{}{kind}/{key}", scope.key_prefix());
+        let value = encode(record)?;
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            {
+                let mut t = txn.open_table(RECORDS).map_err(db_err)?;
+                t.insert(id.as_str(), value.as_slice()).map_err(db_err)?;
+            }
+            txn.commit().map_err(db_err)
+        })
+        .await
+    }
+
+    async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
+        let id = format!("{}{kind}/{key}", scope.key_prefix());
+        self.get_json(RECORDS, id).await
+    }
+}
+
+#[async_trait]
+impl ScopeItemStore for EmbeddedStore {
+    async fn erase_scope_items(&self, scope: &Scope) -> Result<u64> {
+        // Every table's items under the scope's key prefix, in one transaction.
+        workspace_core::sessions::ports::SessionStore::erase_scope(self, scope).await
     }
 }
 
@@ -672,7 +688,7 @@ impl workspace_core::ports::BodyInventory for EmbeddedStore {
 }
 
 #[async_trait]
-impl BodyStore for EmbeddedStore {
+impl Bodies for EmbeddedStore {
     async fn put(&self, key: &str, bytes: Vec<u8>, _content_type: &str) -> Result<BodyRef> {
         let body = BodyRef {
             key: key.to_owned(),
@@ -723,7 +739,10 @@ impl BodyStore for EmbeddedStore {
         })
         .await
     }
+}
 
+#[async_trait]
+impl Staging for EmbeddedStore {
     async fn put_staged(&self, key: &str, bytes: Vec<u8>, now: Millis) -> Result<()> {
         let (key, dir) = (key.to_owned(), self.staging.clone());
         self.blocking(move |db| staging::put(db, &dir, &key, &bytes, now))

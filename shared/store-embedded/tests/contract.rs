@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use workspace_contract::{contract_tests, Backend};
+use workspace_core::ports::Staging;
 use workspace_store_embedded::secrets::SecretFile;
 use workspace_store_embedded::EmbeddedStore;
 
@@ -123,7 +124,7 @@ async fn abandoned_uploads_are_pruned_by_the_next_upload() {
     use serde_json::json;
     use workspace_contract::harness::{scope, KEY_A};
     use workspace_core::model::sha256_hex;
-    use workspace_core::ports::BodyStore;
+
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Arc::new(EmbeddedStore::open(dir.path()).expect("open store"));
     let h = workspace_contract::Harness::new(Backend {

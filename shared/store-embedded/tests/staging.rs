@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
-use workspace_core::ports::{BodyPieces, BodyStore};
+use workspace_core::ports::{BodyPieces, Staging};
 use workspace_core::sessions::ports::BodyEraser;
 use workspace_core::{Result, WorkspaceError};
 use workspace_store_embedded::{EmbeddedStore, STAGING_DIR};

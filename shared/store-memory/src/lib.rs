@@ -5,6 +5,10 @@ mod capabilities;
 mod outbox;
 
 pub use capabilities::{MemoryBlobs, MemoryCache};
+use workspace_core::ports::{
+    check_batch, BatchOutcome, Bodies, Commit, CommitOutcome, CommitStore, Expect, HeadStore,
+    HistoryStore, RecordStore, ScopeItemStore, SnapshotStore, Staged, Staging, StoredRecord,
+};
 pub mod sessions;
 
 use async_trait::async_trait;
@@ -14,10 +18,6 @@ use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::events::WorkspaceEvent;
 use workspace_core::model::{
     BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
-};
-use workspace_core::ports::{
-    check_batch, BatchOutcome, BodyStore, Commit, CommitOutcome, Expect, MetaStore, Staged,
-    StoredRecord,
 };
 use workspace_core::secrets::{SecretRecord, SecretStore};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, TenantId, WorkspaceError};
@@ -88,24 +88,12 @@ impl MemoryMeta {
 }
 
 #[async_trait]
-impl MetaStore for MemoryMeta {
+impl HeadStore for MemoryMeta {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
         Ok(self
             .lock()?
             .get(scope)
             .and_then(|s| s.heads.get(path.as_str()).cloned()))
-    }
-
-    async fn version(
-        &self,
-        scope: &Scope,
-        path: &FilePath,
-        seq: u64,
-    ) -> Result<Option<VersionRecord>> {
-        Ok(self
-            .lock()?
-            .get(scope)
-            .and_then(|s| s.versions.get(&(path.to_string(), seq)).cloned()))
     }
 
     async fn list_live(
@@ -128,15 +116,18 @@ impl MetaStore for MemoryMeta {
         self.heads_in(scope, prefix, after, limit, true)
     }
 
+    async fn live_count(&self, scope: &Scope) -> Result<u64> {
+        Ok(self.lock()?.get(scope).map_or(0, |s| s.live))
+    }
+}
+
+#[async_trait]
+impl CommitStore for MemoryMeta {
     async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
         Ok(self
             .lock()?
             .get(scope)
             .and_then(|s| s.idempotency.get(key).cloned()))
-    }
-
-    async fn live_count(&self, scope: &Scope) -> Result<u64> {
-        Ok(self.lock()?.get(scope).map_or(0, |s| s.live))
     }
 
     async fn commit(&self, c: Commit) -> Result<CommitOutcome> {
@@ -169,6 +160,21 @@ impl MetaStore for MemoryMeta {
             pruned.extend(self.apply(state, c)?);
         }
         Ok(BatchOutcome::Committed { pruned })
+    }
+}
+
+#[async_trait]
+impl HistoryStore for MemoryMeta {
+    async fn version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+    ) -> Result<Option<VersionRecord>> {
+        Ok(self
+            .lock()?
+            .get(scope)
+            .and_then(|s| s.versions.get(&(path.to_string(), seq)).cloned()))
     }
 
     async fn list_versions(
@@ -215,29 +221,6 @@ impl MetaStore for MemoryMeta {
             }
             _ => Ok(false),
         }
-    }
-
-    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
-        let mut guard = self.lock()?;
-        let snapshots = &mut guard.entry(scope.clone()).or_default().snapshots;
-        // No TTL here (DynamoDB has one): drop the scope's expired records now.
-        snapshots.retain(|_, s| s.expires_at > snapshot.created_at);
-        snapshots.insert(snapshot.id.clone(), snapshot.clone());
-        Ok(())
-    }
-
-    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
-        Ok(self
-            .lock()?
-            .get(scope)
-            .and_then(|s| s.snapshots.get(id).cloned()))
-    }
-
-    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
-        Ok(self
-            .lock()?
-            .get_mut(scope)
-            .is_some_and(|s| s.snapshots.remove(id).is_some()))
     }
 
     async fn erase_version(
@@ -290,25 +273,31 @@ impl MetaStore for MemoryMeta {
         }
         Ok(page)
     }
+}
 
-    async fn put_record(
-        &self,
-        scope: &Scope,
-        kind: &str,
-        key: &str,
-        record: &StoredRecord,
-    ) -> Result<()> {
+#[async_trait]
+impl SnapshotStore for MemoryMeta {
+    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
         let mut guard = self.lock()?;
-        let records = &mut guard.entry(scope.clone()).or_default().records;
-        records.insert((kind.to_owned(), key.to_owned()), record.clone());
+        let snapshots = &mut guard.entry(scope.clone()).or_default().snapshots;
+        // No TTL here (DynamoDB has one): drop the scope's expired records now.
+        snapshots.retain(|_, s| s.expires_at > snapshot.created_at);
+        snapshots.insert(snapshot.id.clone(), snapshot.clone());
         Ok(())
     }
 
-    async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
+    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
         Ok(self
             .lock()?
             .get(scope)
-            .and_then(|s| s.records.get(&(kind.to_owned(), key.to_owned())).cloned()))
+            .and_then(|s| s.snapshots.get(id).cloned()))
+    }
+
+    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
+        Ok(self
+            .lock()?
+            .get_mut(scope)
+            .is_some_and(|s| s.snapshots.remove(id).is_some()))
     }
 
     async fn list_snapshots(
@@ -332,7 +321,33 @@ impl MetaStore for MemoryMeta {
         page.truncate(limit);
         Ok(page)
     }
+}
 
+#[async_trait]
+impl RecordStore for MemoryMeta {
+    async fn put_record(
+        &self,
+        scope: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()> {
+        let mut guard = self.lock()?;
+        let records = &mut guard.entry(scope.clone()).or_default().records;
+        records.insert((kind.to_owned(), key.to_owned()), record.clone());
+        Ok(())
+    }
+
+    async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
+        Ok(self
+            .lock()?
+            .get(scope)
+            .and_then(|s| s.records.get(&(kind.to_owned(), key.to_owned())).cloned()))
+    }
+}
+
+#[async_trait]
+impl ScopeItemStore for MemoryMeta {
     async fn erase_scope_items(&self, scope: &Scope) -> Result<u64> {
         let mut n = self.erase_events_of(scope)?;
         if let Some(files) = self.lock()?.remove(scope) {
@@ -468,7 +483,7 @@ fn poisoned<T>(_: T) -> WorkspaceError {
 }
 
 #[async_trait]
-impl BodyStore for MemoryBodies {
+impl Bodies for MemoryBodies {
     async fn put(&self, key: &str, bytes: Vec<u8>, _content_type: &str) -> Result<BodyRef> {
         let version_id = {
             let mut n = self.next.lock().map_err(poisoned)?;
@@ -501,7 +516,10 @@ impl BodyStore for MemoryBodies {
             .remove(&(body.key.clone(), body.version_id.clone()));
         Ok(())
     }
+}
 
+#[async_trait]
+impl Staging for MemoryBodies {
     async fn put_staged(&self, key: &str, bytes: Vec<u8>, now: Millis) -> Result<()> {
         self.staged
             .lock()

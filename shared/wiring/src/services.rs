@@ -5,7 +5,9 @@ use crate::Settings;
 use std::sync::Arc;
 use workspace_core::blob::{BlobService, BlobStore};
 use workspace_core::cache::{CacheService, CacheStore};
-use workspace_core::ports::{BodyStore, FromCommittedState, MetaStore, RandomIds, SystemClock};
+use workspace_core::ports::{
+    Bodies, BodyStore, FromCommittedState, MetaStore, RandomIds, SystemClock,
+};
 use workspace_core::secrets::SecretStore;
 use workspace_core::sessions::ports::{BodyEraser, SessionStore};
 use workspace_core::sessions::token::TokenKey;
@@ -61,7 +63,7 @@ pub fn blobs(s: &Settings, store: Arc<dyn BlobStore>) -> BlobService {
 pub fn sessions(
     s: &Settings,
     store: Arc<dyn SessionStore>,
-    bodies: Arc<dyn BodyStore>,
+    bodies: Arc<dyn Bodies>,
     erasers: Vec<Arc<dyn BodyEraser>>,
     token_key: TokenKey,
 ) -> SessionService {

@@ -22,7 +22,10 @@ use crate::model::{
     Erasure, Head, IdempotencyRecord, Pin, Snapshot, SnapshotFile, SnapshotInfo, VersionRecord,
 };
 use crate::path::{FilePath, PathPrefix};
-use crate::ports::{BatchOutcome, Clock, Commit, CommitOutcome, Expect, MetaStore, StoredRecord};
+use crate::ports::{
+    BatchOutcome, Clock, Commit, CommitOutcome, CommitStore, Expect, HeadStore, HistoryStore,
+    MetaStore, RecordStore, ScopeItemStore, SnapshotStore, StoredRecord,
+};
 use crate::scope::Scope;
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -187,6 +190,26 @@ impl ForkAwareMeta {
         Ok((base.files.len() - touched) as u64)
     }
 
+    /// The heads under `prefix` after `after`, in path order, `limit` at most; tombstones
+    /// only when asked: the store's own, or a fork's merged with its base's files.
+    async fn heads(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+        tombstones: bool,
+    ) -> Result<Vec<Head>> {
+        match self.base(scope).await? {
+            Some(base) => {
+                self.merged_heads(scope, &base, prefix, after, limit, tombstones)
+                    .await
+            }
+            None if tombstones => self.inner.list_heads(scope, prefix, after, limit).await,
+            None => self.inner.list_live(scope, prefix, after, limit).await,
+        }
+    }
+
     /// The fork's heads merged with its base's files under `prefix` after `after`, in
     /// path order, `limit` at most; tombstones only when asked.
     async fn merged_heads(
@@ -240,7 +263,7 @@ impl ForkAwareMeta {
 }
 
 #[async_trait]
-impl MetaStore for ForkAwareMeta {
+impl HeadStore for ForkAwareMeta {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
         if scope.workspace.fork_parent().is_none() {
             return self.inner.head(scope, path).await;
@@ -256,24 +279,6 @@ impl MetaStore for ForkAwareMeta {
         Ok(base.file(path.as_str()).map(inherited_head))
     }
 
-    async fn version(
-        &self,
-        scope: &Scope,
-        path: &FilePath,
-        seq: u64,
-    ) -> Result<Option<VersionRecord>> {
-        let Some(base) = self.base(scope).await? else {
-            return self.inner.version(scope, path, seq).await;
-        };
-        if let Some(v) = self.inner.version(scope, path, seq).await? {
-            return Ok(Some(v));
-        }
-        match base.file(path.as_str()) {
-            Some(f) if seq <= f.seq => self.inner.version(&base.parent, path, seq).await,
-            _ => Ok(None),
-        }
-    }
-
     async fn list_live(
         &self,
         scope: &Scope,
@@ -281,13 +286,7 @@ impl MetaStore for ForkAwareMeta {
         after: Option<&FilePath>,
         limit: usize,
     ) -> Result<Vec<Head>> {
-        match self.base(scope).await? {
-            None => self.inner.list_live(scope, prefix, after, limit).await,
-            Some(base) => {
-                self.merged_heads(scope, &base, prefix, after, limit, false)
-                    .await
-            }
-        }
+        self.heads(scope, prefix, after, limit, false).await
     }
 
     async fn list_heads(
@@ -297,17 +296,7 @@ impl MetaStore for ForkAwareMeta {
         after: Option<&FilePath>,
         limit: usize,
     ) -> Result<Vec<Head>> {
-        match self.base(scope).await? {
-            None => self.inner.list_heads(scope, prefix, after, limit).await,
-            Some(base) => {
-                self.merged_heads(scope, &base, prefix, after, limit, true)
-                    .await
-            }
-        }
-    }
-
-    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
-        self.inner.idempotency(scope, key).await
+        self.heads(scope, prefix, after, limit, true).await
     }
 
     async fn live_count(&self, scope: &Scope) -> Result<u64> {
@@ -316,6 +305,13 @@ impl MetaStore for ForkAwareMeta {
             None => Ok(own),
             Some(base) => Ok(own + self.untouched(scope, &base).await?),
         }
+    }
+}
+
+#[async_trait]
+impl CommitStore for ForkAwareMeta {
+    async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
+        self.inner.idempotency(scope, key).await
     }
 
     async fn commit(&self, mut c: Commit) -> Result<CommitOutcome> {
@@ -363,6 +359,27 @@ impl MetaStore for ForkAwareMeta {
     fn fits_one_commit(&self, commits: &[Commit]) -> bool {
         self.inner.fits_one_commit(commits)
     }
+}
+
+#[async_trait]
+impl HistoryStore for ForkAwareMeta {
+    async fn version(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        seq: u64,
+    ) -> Result<Option<VersionRecord>> {
+        let Some(base) = self.base(scope).await? else {
+            return self.inner.version(scope, path, seq).await;
+        };
+        if let Some(v) = self.inner.version(scope, path, seq).await? {
+            return Ok(Some(v));
+        }
+        match base.file(path.as_str()) {
+            Some(f) if seq <= f.seq => self.inner.version(&base.parent, path, seq).await,
+            _ => Ok(None),
+        }
+    }
 
     async fn list_versions(
         &self,
@@ -406,18 +423,6 @@ impl MetaStore for ForkAwareMeta {
             .await
     }
 
-    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
-        self.inner.put_snapshot(scope, snapshot).await
-    }
-
-    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
-        self.inner.snapshot(scope, id).await
-    }
-
-    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
-        self.inner.delete_snapshot(scope, id).await
-    }
-
     async fn erase_version(
         &self,
         scope: &Scope,
@@ -438,19 +443,20 @@ impl MetaStore for ForkAwareMeta {
         self.fork_record(scope).await?;
         self.inner.list_changes(scope, query).await
     }
+}
 
-    async fn put_record(
-        &self,
-        scope: &Scope,
-        kind: &str,
-        key: &str,
-        record: &StoredRecord,
-    ) -> Result<()> {
-        self.inner.put_record(scope, kind, key, record).await
+#[async_trait]
+impl SnapshotStore for ForkAwareMeta {
+    async fn put_snapshot(&self, scope: &Scope, snapshot: &Snapshot) -> Result<()> {
+        self.inner.put_snapshot(scope, snapshot).await
     }
 
-    async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
-        self.inner.record(scope, kind, key).await
+    async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>> {
+        self.inner.snapshot(scope, id).await
+    }
+
+    async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
+        self.inner.delete_snapshot(scope, id).await
     }
 
     async fn list_snapshots(
@@ -465,7 +471,27 @@ impl MetaStore for ForkAwareMeta {
             .list_snapshots(scope, id_prefix, before, limit)
             .await
     }
+}
 
+#[async_trait]
+impl RecordStore for ForkAwareMeta {
+    async fn put_record(
+        &self,
+        scope: &Scope,
+        kind: &str,
+        key: &str,
+        record: &StoredRecord,
+    ) -> Result<()> {
+        self.inner.put_record(scope, kind, key, record).await
+    }
+
+    async fn record(&self, scope: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
+        self.inner.record(scope, kind, key).await
+    }
+}
+
+#[async_trait]
+impl ScopeItemStore for ForkAwareMeta {
     async fn erase_scope_items(&self, scope: &Scope) -> Result<u64> {
         self.inner.erase_scope_items(scope).await
     }

@@ -33,7 +33,7 @@ pub use meta::{Base, ForkAwareMeta, INHERITED_PIN_REV};
 use crate::model::Millis;
 use serde::{Deserialize, Serialize};
 
-/// The fork record's kind and key in the fork's scope (`MetaStore::put_record`).
+/// The fork record's kind and key in the fork's scope (`RecordStore::put_record`).
 pub const FORK_RECORD_KIND: &str = "fork";
 pub const FORK_RECORD_KEY: &str = "fork";
 /// What a fork's base snapshot id starts with, in the parent's scope.

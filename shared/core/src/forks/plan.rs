@@ -11,7 +11,7 @@
 use crate::model::{BodyRef, Head};
 use serde::{Deserialize, Serialize};
 
-/// The record kind of merge plans (`MetaStore::put_record`).
+/// The record kind of merge plans (`RecordStore::put_record`).
 pub const MERGE_PLAN_KIND: &str = "mergeplan";
 
 /// The largest plan record, in bytes of JSON (a DynamoDB item holds 400 KB).

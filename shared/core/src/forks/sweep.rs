@@ -13,7 +13,7 @@ use super::{suffix_of_base, ForkRecord, BASE_ID_PREFIX, FORK_RECORD_KEY, FORK_RE
 use crate::error::Result;
 use crate::model::{BodyRef, Millis};
 use crate::path::PathPrefix;
-use crate::ports::{BodyStore, MetaStore, ScopeEraser};
+use crate::ports::{Bodies, MetaStore, RecordStore, ScopeEraser, SnapshotStore, Staging};
 use crate::scope::Scope;
 use std::sync::Arc;
 
@@ -22,12 +22,13 @@ const PAGE: usize = 1000;
 
 /// Erases a scope's data through the stores' own ports: every body its version items and
 /// kept snapshots name, its staged uploads, then every metadata item
-/// (`MetaStore::erase_scope_items`). What a fork is erased with where no
+/// (`ScopeItemStore::erase_scope_items`). What a fork is erased with where no
 /// [`ScopeEraser`] of the deployment is wired (the contract harness); a deployment's own
 /// eraser removes everything under the scope's key prefix instead.
 pub struct StoreEraser {
     pub meta: Arc<dyn MetaStore>,
-    pub bodies: Arc<dyn BodyStore>,
+    pub bodies: Arc<dyn Bodies>,
+    pub staging: Arc<dyn Staging>,
 }
 
 impl StoreEraser {
@@ -88,7 +89,7 @@ impl ScopeEraser for StoreEraser {
             self.bodies.delete(body).await?;
         }
         let staged = self
-            .bodies
+            .staging
             .prune_staged(&format!("{}uploads/", scope.key_prefix()), Millis::MAX)
             .await?;
         let items = self.meta.erase_scope_items(scope).await?;
@@ -98,7 +99,7 @@ impl ScopeEraser for StoreEraser {
 }
 
 /// The fork record of `fork`, read without judging its age.
-async fn record_of(meta: &dyn MetaStore, fork: &Scope) -> Result<Option<ForkRecord>> {
+async fn record_of(meta: &dyn RecordStore, fork: &Scope) -> Result<Option<ForkRecord>> {
     match meta.record(fork, FORK_RECORD_KIND, FORK_RECORD_KEY).await? {
         None => Ok(None),
         Some(stored) => {
@@ -112,7 +113,7 @@ async fn record_of(meta: &dyn MetaStore, fork: &Scope) -> Result<Option<ForkReco
 }
 
 /// Every base snapshot id of the parent's forks, with its expiry.
-async fn bases_of(meta: &dyn MetaStore, parent: &Scope) -> Result<Vec<(String, Millis)>> {
+async fn bases_of(meta: &dyn SnapshotStore, parent: &Scope) -> Result<Vec<(String, Millis)>> {
     let mut out = Vec::new();
     let mut before: Option<String> = None;
     loop {

@@ -7,7 +7,7 @@ use crate::changes::{key_at, ChangeQuery, MAX_CHANGES_PAGE};
 use crate::error::{Result, WorkspaceError};
 use crate::events::{EventLog, Since};
 use crate::model::Millis;
-use crate::ports::{Clock, MetaStore};
+use crate::ports::{Clock, HistoryStore};
 use crate::scope::Scope;
 use async_trait::async_trait;
 use std::collections::BTreeSet;
@@ -68,7 +68,7 @@ impl ChangeFeed for OutboxFeed {
 /// can land with a time a little before one already seen: the feed reads back
 /// [`CHANGE_LOG_OVERLAP_MS`] before its cursor every time (re-applying a path is harmless).
 pub struct ChangeLogFeed {
-    pub meta: Arc<dyn MetaStore>,
+    pub meta: Arc<dyn HistoryStore>,
     pub clock: Arc<dyn Clock>,
 }
 

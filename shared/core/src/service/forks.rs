@@ -633,6 +633,7 @@ impl WorkspaceService {
             None => Arc::new(crate::forks::sweep::StoreEraser {
                 meta: self.forks.stored().clone(),
                 bodies: self.bodies.clone(),
+                staging: self.staging.clone(),
             }),
         }
     }

@@ -155,7 +155,7 @@ impl WorkspaceService {
     /// content type than the URL was signed for, and any use at or after its expiry, all
     /// from the head; a body that then turns out longer or shorter than signed, or cannot
     /// be read to its end, stages nothing. The bytes go to the staging area as they come
-    /// (`BodyStore::put_staged_pieces`), so the embedded store holds a bounded buffer of
+    /// (`Staging::put_staged_pieces`), so the embedded store holds a bounded buffer of
     /// an upload however large it is. Answers the upload id and the size stored.
     pub async fn serve_signed_upload_pieces(
         &self,
@@ -178,7 +178,7 @@ impl WorkspaceService {
             len: size,
             seen: 0,
         };
-        self.bodies
+        self.staging
             .put_staged_pieces(&bytes_key(&scope, &id), &mut exact, self.clock.now_ms())
             .await?;
         Ok((id, size))

@@ -36,8 +36,8 @@ use crate::model::{
 };
 use crate::path::{FilePath, PathPrefix};
 use crate::ports::{
-    BodyStore, Clock, Commit, CommitOutcome, EventSink, Expect, IdSource, MetaStore, SecretsEpoch,
-    WorkspaceEvent,
+    Bodies, BodyStore, Clock, Commit, CommitOutcome, EventSink, Expect, IdSource, MetaStore,
+    SecretsEpoch, Staging, WorkspaceEvent,
 };
 use crate::redact::{Redacted, Redactor, RegisteredSecret};
 use crate::scope::{Identity, Scope, TenantId};
@@ -114,7 +114,9 @@ pub struct WorkspaceService {
     meta: Arc<dyn MetaStore>,
     /// The same store, typed, for the fork bookkeeping.
     forks: Arc<crate::forks::ForkAwareMeta>,
-    bodies: Arc<dyn BodyStore>,
+    /// File bodies, and the staging area of two-step uploads (one store, two ports).
+    bodies: Arc<dyn Bodies>,
+    staging: Arc<dyn Staging>,
     events: Arc<dyn EventSink>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdSource>,
@@ -255,7 +257,8 @@ impl WorkspaceService {
             secrets: Arc::new(NoSecrets),
             meta: forks.clone(),
             forks,
-            bodies,
+            bodies: bodies.clone(),
+            staging: bodies,
             events,
             clock,
             ids,

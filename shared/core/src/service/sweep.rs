@@ -10,7 +10,7 @@
 use crate::error::Result;
 use crate::model::BodyRef;
 use crate::path::FilePath;
-use crate::ports::{BodyInventory, BodyStore, MetaStore};
+use crate::ports::{Bodies, BodyInventory, HistoryStore};
 use crate::scope::Scope;
 use std::collections::{BTreeMap, HashSet};
 
@@ -32,7 +32,7 @@ pub fn file_of_body_key(key: &str) -> Option<(Scope, FilePath)> {
 
 /// The body version ids the retained version items of a path name.
 pub async fn referenced_bodies(
-    meta: &dyn MetaStore,
+    meta: &dyn HistoryStore,
     scope: &Scope,
     path: &FilePath,
 ) -> Result<HashSet<String>> {
@@ -54,8 +54,8 @@ pub async fn referenced_bodies(
 /// Removes every stored body no retained version item names; how many went. Only safe
 /// when no write is in flight (a body stored but not yet committed looks the same).
 pub async fn sweep_unreferenced_bodies(
-    meta: &dyn MetaStore,
-    bodies: &dyn BodyStore,
+    meta: &dyn HistoryStore,
+    bodies: &dyn Bodies,
     inventory: &dyn BodyInventory,
 ) -> Result<u64> {
     let mut by_key: BTreeMap<String, Vec<BodyRef>> = BTreeMap::new();

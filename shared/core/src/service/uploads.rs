@@ -143,7 +143,7 @@ impl WorkspaceService {
         // Leftovers of this workspace's abandoned uploads go first (a no-op where a
         // scheduled sweeper does it). Failing to prune never fails the upload.
         if let Err(e) = self
-            .bodies
+            .staging
             .prune_staged(&uploads_prefix(scope), now - STAGED_MAX_AGE_MS)
             .await
         {
@@ -159,7 +159,7 @@ impl WorkspaceService {
             now,
         };
         let url = match self
-            .bodies
+            .staging
             .presign_staged_put(&bytes_key(scope, &id), &spec)
             .await?
         {
@@ -175,7 +175,7 @@ impl WorkspaceService {
             expires_at: url.expires_at,
         };
         let json = serde_json::to_vec(&declaration).map_err(WorkspaceError::internal)?;
-        self.bodies
+        self.staging
             .put_staged(&declared_key(scope, &id), json, now)
             .await?;
         Ok(UploadTicket { upload_id: id, url })
@@ -183,7 +183,7 @@ impl WorkspaceService {
 
     pub(super) async fn declaration(&self, scope: &Scope, id: &str) -> Result<Option<Declaration>> {
         let Some(staged) = self
-            .bodies
+            .staging
             .get_staged(&declared_key(scope, id), MAX_DECLARATION_BYTES)
             .await?
         else {
@@ -201,9 +201,9 @@ impl WorkspaceService {
     /// logged: leftovers are only garbage, pruned later.
     async fn discard_upload(&self, scope: &Scope, id: &str, all: bool) {
         let (bytes, declared) = (bytes_key(scope, id), declared_key(scope, id));
-        let (a, b) = tokio::join!(self.bodies.delete_staged(&bytes), async {
+        let (a, b) = tokio::join!(self.staging.delete_staged(&bytes), async {
             if all {
-                self.bodies.delete_staged(&declared).await
+                self.staging.delete_staged(&declared).await
             } else {
                 Ok(())
             }
@@ -253,7 +253,7 @@ impl WorkspaceService {
         let staged_key = bytes_key(scope, id);
         let (decl, staged) = tokio::join!(
             self.declaration(scope, id),
-            self.bodies
+            self.staging
                 .get_staged(&staged_key, self.limits.max_upload_bytes)
         );
         let decl = decl?.ok_or_else(unknown_upload)?;

@@ -11,7 +11,7 @@ pub mod token;
 
 use crate::error::{Result, WorkspaceError};
 use crate::model::Millis;
-use crate::ports::{BodyStore, Clock, IdSource};
+use crate::ports::{Bodies, Clock, IdSource};
 use crate::scope::{Access, Identity, Scope, TenantId, WorkspaceId};
 use model::{WorkspaceKind, WorkspaceRecord};
 use ports::{BodyEraser, Created, SessionStore};
@@ -72,7 +72,7 @@ impl Default for SessionLimits {
 
 pub struct SessionService {
     store: Arc<dyn SessionStore>,
-    bodies: Arc<dyn BodyStore>,
+    bodies: Arc<dyn Bodies>,
     /// Everything a delete erases by the scope's key prefix: file bodies, and where deployed
     /// the RFC 0019 blobs and cache entries.
     erasers: Vec<Arc<dyn BodyEraser>>,
@@ -92,7 +92,7 @@ pub struct CreateOutcome {
 impl SessionService {
     pub fn new(
         store: Arc<dyn SessionStore>,
-        bodies: Arc<dyn BodyStore>,
+        bodies: Arc<dyn Bodies>,
         erasers: Vec<Arc<dyn BodyEraser>>,
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdSource>,

@@ -10,7 +10,7 @@
 //!    committed: discarded when the merge fails, swept if the process dies), each path's
 //!    head is read and must still be what the merge compared (else 409 naming the path,
 //!    nothing applied).
-//! 2. **One commit** (`MetaStore::commit_many`) when the store takes the whole batch
+//! 2. **One commit** (`CommitStore::commit_many`) when the store takes the whole batch
 //!    (memory and redb always; DynamoDB when it fits one `TransactWriteItems`): every
 //!    change lands or none does. A head that moved only by a pin is read again and the
 //!    batch retried; one whose file changed is a 409 naming it, nothing applied.
