@@ -187,7 +187,12 @@ fn sam_builds_each_function_in_its_own_package_folder() {
         };
         let rel = rel.to_string_lossy().into_owned();
         for target in p["targets"].as_array().expect("targets") {
-            if target["kind"].as_array().expect("kind").iter().any(|k| k == "bin") {
+            if target["kind"]
+                .as_array()
+                .expect("kind")
+                .iter()
+                .any(|k| k == "bin")
+            {
                 packages.insert(
                     target["name"].as_str().expect("name").to_owned(),
                     rel.clone(),
