@@ -4,13 +4,19 @@
 A function's floor (bench/floors) builds the same AWS clients the function builds and
 answers 200: what the function cannot be smaller, or start faster, than. For each function
 this prints the arm64 zip that `sam build` ships (built the way SAM builds it:
-`cargo lambda build --release --arm64 --bin <fn>` at the workspace root), the AWS SDK
-crates in its dependency tree, and its init time under a fake Lambda Runtime API (spawn to
-the first `GET .../runtime/invocation/next`, median of --runs, function and floor
-interleaved in one run) on the x86_64 release build of the same profile.
+`cargo lambda build --release --arm64 --bin <fn>` in the function's CodeUri, its own package
+folder, so cargo resolves the features of that package alone), the AWS SDK crates in its
+dependency tree, and its init time under a fake Lambda Runtime API (spawn to the first
+`GET .../runtime/invocation/next`, median of --runs, function and floor interleaved in one
+run) on the x86_64 release build of the same package and profile.
+
+The functions are read from template.yaml (every AWS::Serverless::Function: its
+`BuildProperties.Binary` and `CodeUri`); the script stops if a package under functions/ is
+missing from the template or the template names a function the workspace does not build.
 
     .venv/bin/python bench/lambda_size.py            # build, measure, print the table
     .venv/bin/python bench/lambda_size.py --no-build # measure what was built before
+    .venv/bin/python bench/lambda_size.py --only fn-get,fn-list  # some functions only
 
 Needs cargo-lambda and ziglang (tests/run.sh installs both into .venv) and the
 aarch64-unknown-linux-gnu Rust target (cargo-lambda adds it). A benchmark, not a test:
@@ -21,6 +27,7 @@ import argparse
 import http.server
 import json
 import os
+import re
 import socketserver
 import statistics
 import subprocess
@@ -37,13 +44,40 @@ ZIP_RATIO, INIT_RATIO = 1.15, 1.10
 CAP_S3_DYNAMODB, CAP_DYNAMODB = 3.0e6, 2.7e6
 
 
-def run(cmd, **kw):
-    print("+", " ".join(cmd), file=sys.stderr, flush=True)
-    subprocess.run(cmd, cwd=ROOT, check=True, **kw)
+def run(cmd, cwd=ROOT):
+    print("+", f"(cd {Path(cwd).relative_to(ROOT)} &&)" if Path(cwd) != ROOT else "", " ".join(cmd),
+          file=sys.stderr, flush=True)
+    subprocess.run(cmd, cwd=cwd, check=True)
 
 
 def functions():
-    return sorted("fn-" + p.name for p in (ROOT / "functions").iterdir() if (p / "Cargo.toml").exists())
+    """Binary -> CodeUri of every function in template.yaml, checked against functions/*:
+    each package there has a function in the template, built in its own folder."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    # CloudFormation's short tags (!Ref, !GetAtt, !Sub ...): their values do not matter here.
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    template = yaml.load((ROOT / "template.yaml").read_text(), Loader=Loader)
+    found = {}
+    for name, res in template["Resources"].items():
+        if res.get("Type") != "AWS::Serverless::Function":
+            continue
+        binary = res["Metadata"]["BuildProperties"]["Binary"]
+        found[binary] = res["Properties"]["CodeUri"]
+    packages = {}
+    for manifest in sorted((ROOT / "functions").glob("*/Cargo.toml")):
+        m = re.search(r'^name\s*=\s*"([^"]+)"', manifest.read_text(), re.M)
+        packages[m.group(1)] = manifest.parent.relative_to(ROOT).as_posix()
+    problems = [f"{p} ({d}) is not a function in template.yaml" for p, d in packages.items() if p not in found]
+    problems += [f"template.yaml builds {b}, which no package under functions/ defines" for b in found if b not in packages]
+    problems += [f"{b}: CodeUri {found[b]!r}, not its package folder {packages[b]!r}"
+                 for b in found if b in packages and found[b].rstrip("/") != packages[b]]
+    if problems:
+        raise SystemExit("bench/lambda_size.py: template.yaml and functions/ disagree:\n  " + "\n  ".join(problems))
+    return {b: ROOT / found[b] for b in sorted(found)}
 
 
 def tree(package):
@@ -54,25 +88,25 @@ def tree(package):
     return {line.split(" ")[0] for line in out.splitlines() if line}
 
 
-def floor_of(fn, crates):
+def floor_of(folder, crates):
     """The floor that builds the same clients under the same runtime crate (lambda_http for
     API Gateway events, lambda_runtime for the rest, as the function's manifest says). A
     function without an AWS client (fn-console) gets the bare floor, `floor-http`."""
     sdks = [s for s in SDKS if f"aws-sdk-{s}" in crates]
-    manifest = (ROOT / "functions" / fn.removeprefix("fn-") / "Cargo.toml").read_text()
+    manifest = (folder / "Cargo.toml").read_text()
     kind = "http" if "lambda_http" in manifest else "events"
     return "floor-" + "-".join([kind] + sdks), sdks
 
 
 def build(binaries):
-    for b in binaries:
+    """binaries: binary -> its package folder. Each is built in its folder, as `sam build`
+    does (features resolved for that package alone), into the workspace's target/."""
+    for b, folder in binaries.items():
         run(["cargo", "lambda", "build", "--release", "--arm64", "--output-format", "zip",
-             "--lambda-dir", str(ARM_DIR), "--bin", b])
-    # x86_64, same profile, for init times on this machine.
-    cmd = ["cargo", "build", "--release"]
-    for b in binaries:
-        cmd += ["--bin", b]
-    run(cmd)
+             "--lambda-dir", str(ARM_DIR), "--bin", b], cwd=folder)
+    # x86_64, same profile and packages, for init times on this machine.
+    for b, folder in binaries.items():
+        run(["cargo", "build", "--release", "--bin", b], cwd=folder)
 
 
 class Runtime(http.server.BaseHTTPRequestHandler):
@@ -132,17 +166,24 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--no-build", action="store_true", help="measure the binaries built before")
     ap.add_argument("--runs", type=int, default=15, help="init samples per binary (median)")
+    ap.add_argument("--only", metavar="FN,...", help="measure these functions (and their floors) only")
     args = ap.parse_args()
 
     rows = []
-    for fn in functions():
+    folders = functions()  # every function, checked against template.yaml
+    only = set(args.only.split(",")) if args.only else set(folders)
+    if only - set(folders):
+        raise SystemExit(f"--only: no such function: {', '.join(sorted(only - set(folders)))}")
+    for fn in sorted(only):
         crates = tree(fn)
-        floor, sdks = floor_of(fn, crates)
+        floor, sdks = floor_of(folders[fn], crates)
         rows.append({"fn": fn, "floor": floor, "sdks": sdks,
                      "sdk_crates": sorted(c for c in crates if c.startswith("aws-sdk-"))})
-    binaries = [r["fn"] for r in rows] + sorted({r["floor"] for r in rows})
+    floors = sorted({r["floor"] for r in rows})
+    folders.update({f: ROOT / "bench" / "floors" for f in floors})
+    binaries = [r["fn"] for r in rows] + floors
     if not args.no_build:
-        build(binaries)
+        build({b: folders[b] for b in binaries})
 
     size = {b: (ARM_DIR / b / "bootstrap.zip").stat().st_size for b in binaries}
 

@@ -150,3 +150,69 @@ fn the_console_function_links_no_aws_sdk() {
     assert!(aws.is_empty(), "fn-console depends on {aws:?}");
     assert!(crates.contains("workspace-console"));
 }
+
+/// `sam build` runs `cargo lambda build --bin <Binary>` in each function's `CodeUri`. In a
+/// function's own folder cargo resolves the features of that package alone; at the workspace
+/// root it would unify the features of every member (the local server's, the tests'), and
+/// every function would link what only they need. So each function's `CodeUri` is the folder
+/// of the package that defines its binary, and every package under `functions/` is a
+/// function of the template (`bench/lambda_size.py` builds and checks them the same way).
+#[test]
+fn sam_builds_each_function_in_its_own_package_folder() {
+    let text = std::fs::read_to_string(root().join("template.yaml")).expect("template.yaml");
+    let t = YamlLoader::load_from_str(&text)
+        .expect("template parses")
+        .remove(0);
+    let mut code_uri = BTreeMap::new();
+    for (_, res) in t["Resources"].as_hash().expect("Resources") {
+        if res["Type"].as_str() != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        let binary = res["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .expect("Binary");
+        let uri = res["Properties"]["CodeUri"].as_str().expect("CodeUri");
+        code_uri.insert(binary.to_owned(), uri.trim_end_matches('/').to_owned());
+    }
+    let meta: serde_json::Value =
+        serde_json::from_slice(&cargo(&["metadata", "--no-deps", "--format-version", "1"]))
+            .expect("cargo metadata is JSON");
+    let root = root().canonicalize().expect("the repository root");
+    let mut packages = BTreeMap::new();
+    for p in meta["packages"].as_array().expect("packages") {
+        let manifest = std::path::Path::new(p["manifest_path"].as_str().expect("manifest_path"));
+        let folder = manifest.parent().expect("a folder");
+        let Ok(rel) = folder.strip_prefix(&root) else {
+            continue;
+        };
+        let rel = rel.to_string_lossy().into_owned();
+        for target in p["targets"].as_array().expect("targets") {
+            if target["kind"]
+                .as_array()
+                .expect("kind")
+                .iter()
+                .any(|k| k == "bin")
+            {
+                packages.insert(
+                    target["name"].as_str().expect("name").to_owned(),
+                    rel.clone(),
+                );
+            }
+        }
+    }
+    for (binary, uri) in &code_uri {
+        assert_eq!(
+            packages.get(binary),
+            Some(uri),
+            "{binary}: CodeUri is the folder of the package that defines it"
+        );
+    }
+    for (binary, folder) in &packages {
+        if folder.starts_with("functions/") {
+            assert!(
+                code_uri.contains_key(binary),
+                "{binary} ({folder}) is a function of template.yaml"
+            );
+        }
+    }
+}

@@ -136,12 +136,20 @@ impl Redactor {
         if self.structural {
             for rule in rules() {
                 let mut ranges = Vec::new();
-                for caps in rule.re.captures_iter(&out) {
-                    if let Some(m) = caps.get(rule.group) {
-                        if entropy(m.as_str()) >= rule.min_entropy
-                            && !m.as_str().starts_with("[REDACTED:")
-                        {
-                            ranges.push(m.range());
+                let mut consider = |m: regex::Match<'_>| {
+                    if entropy(m.as_str()) >= rule.min_entropy
+                        && !m.as_str().starts_with("[REDACTED:")
+                    {
+                        ranges.push(m.range());
+                    }
+                };
+                if rule.group == 0 {
+                    // The whole match: no capture groups to resolve.
+                    rule.re.find_iter(&out).for_each(&mut consider);
+                } else {
+                    for caps in rule.re.captures_iter(&out) {
+                        if let Some(m) = caps.get(rule.group) {
+                            consider(m);
                         }
                     }
                 }
@@ -149,9 +157,18 @@ impl Redactor {
                     continue;
                 }
                 hits.push(rule.id.to_owned());
-                for range in ranges.into_iter().rev() {
-                    out.replace_range(range, &format!("[REDACTED:{}]", rule.id));
+                // The ranges are in order and disjoint: one pass copies the text around them
+                // (replacing each in place moved the rest of the text once per secret).
+                let tag = format!("[REDACTED:{}]", rule.id);
+                let mut next = String::with_capacity(out.len() + ranges.len() * tag.len());
+                let mut at = 0;
+                for range in ranges {
+                    next.push_str(&out[at..range.start]);
+                    next.push_str(&tag);
+                    at = range.end;
                 }
+                next.push_str(&out[at..]);
+                out = next;
             }
         }
         Redacted { text: out, hits }
@@ -205,6 +222,34 @@ mod tests {
     fn the_secret_is_gone_and_the_rest_stays() {
         let out = redact("deploy with AKIAIOSFODNN7EXAMPLE then rest");
         assert_eq!(out, "deploy with [REDACTED:aws-access-key-id] then rest");
+    }
+
+    #[test]
+    fn every_secret_of_a_rule_is_replaced_and_the_text_between_kept() {
+        let out = redact(
+            "a AKIAIOSFODNN7EXAMPLE b AKIAIOSFODNN7EXAMPLF c\ntoken=Zx9qLm2vT8wK4pR7 d AKIAIOSFODNN7EXAMPLG",
+        );
+        assert_eq!(
+            out,
+            "a [REDACTED:aws-access-key-id] b [REDACTED:aws-access-key-id] c\n\
+             token=[REDACTED:assigned-secret] d [REDACTED:aws-access-key-id]"
+        );
+    }
+
+    #[test]
+    fn word_boundaries_and_case_are_unicode_aware() {
+        // A letter outside ASCII is a word character: no boundary before the key.
+        let glued = "ÉAKIAIOSFODNN7EXAMPLE";
+        assert_eq!(redact(glued), glued);
+        assert_eq!(
+            redact("é AKIAIOSFODNN7EXAMPLE"),
+            "é [REDACTED:aws-access-key-id]"
+        );
+        // (?i) folds Unicode case: the Kelvin sign is a `k`.
+        assert_eq!(
+            redact("to\u{212A}en=Zx9qLm2vT8wK4pR7"),
+            "to\u{212A}en=[REDACTED:assigned-secret]"
+        );
     }
 
     #[test]
