@@ -4,8 +4,8 @@
 A function's floor (bench/floors) builds the same AWS clients the function builds and
 answers 200: what the function cannot be smaller, or start faster, than. For each function
 this prints the arm64 zip that `sam build` ships (built the way SAM builds it:
-`cargo lambda build --release --arm64 --bin <fn>` in the function's CodeUri, its own package
-folder, so cargo resolves the features of that package alone), the AWS SDK crates in its
+`cargo lambda build --release --arm64 --bin <fn>` in the function's CodeUri, the workspace
+root, where cargo resolves the features of every member together), the AWS SDK crates in its
 dependency tree, and its init time under a fake Lambda Runtime API (spawn to the first
 `GET .../runtime/invocation/next`, median of --runs, function and floor interleaved in one
 run) on the x86_64 release build of the same package and profile.
@@ -51,8 +51,8 @@ def run(cmd, cwd=ROOT):
 
 
 def functions():
-    """Binary -> CodeUri of every function in template.yaml, checked against functions/*:
-    each package there has a function in the template, built in its own folder."""
+    """Binary -> package folder of every function in template.yaml, checked against
+    functions/*: each package there has a function in the template, built at the root."""
     import yaml
 
     class Loader(yaml.SafeLoader):
@@ -73,11 +73,11 @@ def functions():
         packages[m.group(1)] = manifest.parent.relative_to(ROOT).as_posix()
     problems = [f"{p} ({d}) is not a function in template.yaml" for p, d in packages.items() if p not in found]
     problems += [f"template.yaml builds {b}, which no package under functions/ defines" for b in found if b not in packages]
-    problems += [f"{b}: CodeUri {found[b]!r}, not its package folder {packages[b]!r}"
-                 for b in found if b in packages and found[b].rstrip("/") != packages[b]]
+    problems += [f"{b}: CodeUri {found[b]!r}, not the workspace root '.' (this script builds there, as sam build does)"
+                 for b in found if found[b].rstrip("/") not in (".", "")]
     if problems:
         raise SystemExit("bench/lambda_size.py: template.yaml and functions/ disagree:\n  " + "\n  ".join(problems))
-    return {b: ROOT / found[b] for b in sorted(found)}
+    return {b: ROOT / packages[b] for b in sorted(found)}
 
 
 def tree(package):
@@ -99,14 +99,14 @@ def floor_of(folder, crates):
 
 
 def build(binaries):
-    """binaries: binary -> its package folder. Each is built in its folder, as `sam build`
-    does (features resolved for that package alone), into the workspace's target/."""
-    for b, folder in binaries.items():
+    """binaries: binary -> its package folder. Each is built at the workspace root (its
+    CodeUri), as `sam build` does, into the workspace's target/."""
+    for b in binaries:
         run(["cargo", "lambda", "build", "--release", "--arm64", "--output-format", "zip",
-             "--lambda-dir", str(ARM_DIR), "--bin", b], cwd=folder)
-    # x86_64, same profile and packages, for init times on this machine.
-    for b, folder in binaries.items():
-        run(["cargo", "build", "--release", "--bin", b], cwd=folder)
+             "--lambda-dir", str(ARM_DIR), "--bin", b])
+    # x86_64, same profile, for init times on this machine.
+    for b in binaries:
+        run(["cargo", "build", "--release", "--bin", b])
 
 
 class Runtime(http.server.BaseHTTPRequestHandler):
