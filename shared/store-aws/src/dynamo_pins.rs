@@ -9,6 +9,7 @@ use crate::items::Item;
 use crate::items::{self, n, s};
 use crate::layout;
 use crate::paging::read_pages;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, DeleteRequest, Put, PutRequest, ReturnValue, TransactWriteItem,
     Update, WriteRequest,
@@ -22,6 +23,20 @@ use workspace_core::ports::{Expect, StoredRecord};
 use workspace_core::{FilePath, Result, Scope, WorkspaceError};
 
 impl DynamoMeta {
+    /// One strongly consistent Query of the scope's items whose sort keys run from `lo` to
+    /// `hi` (both included), highest key first: the newest versions, changes or snapshots.
+    fn newest_first(&self, scope: &Scope, lo: &str, hi: &str) -> QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+            .expression_attribute_values(":pk", s(layout::partition(scope)))
+            .expression_attribute_values(":lo", s(lo))
+            .expression_attribute_values(":hi", s(hi))
+            .scan_index_forward(false)
+    }
+
     pub(crate) async fn query_versions(
         &self,
         scope: &Scope,
@@ -36,16 +51,8 @@ impl DynamoMeta {
             None => u64::MAX,
         };
         // One Query, newest first; a second only when DynamoDB's 1 MB page cut it short.
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
-            .expression_attribute_values(":pk", s(layout::partition(scope)))
-            .expression_attribute_values(":lo", s(layout::version_sk(path, 0)))
-            .expression_attribute_values(":hi", s(layout::version_sk(path, hi)))
-            .scan_index_forward(false);
+        let (lo, hi) = (layout::version_sk(path, 0), layout::version_sk(path, hi));
+        let query = self.newest_first(scope, &lo, &hi);
         read_pages(query, None, Some(limit), |item| {
             items::version_from(item).map(Some)
         })
@@ -303,15 +310,7 @@ impl DynamoMeta {
             return Ok(ChangePage::default());
         }
         let mut query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
-            .expression_attribute_values(":pk", s(layout::partition(scope)))
-            .expression_attribute_values(":lo", s(&lo))
-            .expression_attribute_values(":hi", s(&hi))
-            .scan_index_forward(false)
+            .newest_first(scope, &lo, &hi)
             .limit(i32::try_from(q.limit + 1).unwrap_or(i32::MAX));
         let mut filters = Vec::new();
         if !q.prefix.is_empty() {
@@ -408,19 +407,11 @@ impl DynamoMeta {
             None => format!("{lo}\u{10ffff}"),
         };
         let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
-            .expression_attribute_values(":pk", s(layout::partition(scope)))
-            .expression_attribute_values(":lo", s(&lo))
-            .expression_attribute_values(":hi", s(&hi))
+            .newest_first(scope, &lo, &hi)
             .projection_expression("#id, createdAt, expiresAtMs, workflowId, #label, #keep")
             .expression_attribute_names("#label", "label")
             .expression_attribute_names("#keep", "keep")
-            .expression_attribute_names("#id", "id")
-            .scan_index_forward(false);
+            .expression_attribute_names("#id", "id");
         // `before` itself is in the range (BETWEEN is inclusive): read one more, drop it.
         let mut out = read_pages(query, None, Some(limit + 1), |item| {
             items::snapshot_info_from(item).map(Some)
