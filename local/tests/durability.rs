@@ -133,32 +133,7 @@ async fn acknowledged_writes_survive_sigkill() {
     // Nothing unacknowledged is half there: every in-flight file the restarted server
     // lists (acknowledged or not) reads back whole, with exactly what its writer sent, at
     // version 1, and the change log names exactly those files.
-    let mut listed = Vec::new();
-    let mut next: Option<String> = None;
-    loop {
-        let token = next
-            .as_deref()
-            .map_or(String::new(), |t| format!("&nextToken={t}"));
-        let page: Value = common::get_with(
-            &c,
-            format!(
-                "{}/v1/host/workspace/files?prefix=inflight/&limit=100{token}",
-                s.base
-            ),
-            &key,
-        )
-        .await
-        .json()
-        .await
-        .unwrap();
-        for f in page["files"].as_array().expect("a page of files") {
-            listed.push(f["path"].as_str().unwrap().to_owned());
-        }
-        next = page["nextToken"].as_str().map(str::to_owned);
-        if next.is_none() {
-            break;
-        }
-    }
+    let listed = inflight_paths(&c, &s.base, &key, "files").await;
     let acked_inflight = acked
         .keys()
         .filter(|(p, _)| p.starts_with("inflight/"))
@@ -185,35 +160,41 @@ async fn acknowledged_writes_survive_sigkill() {
         );
         assert_eq!(v["version"].as_u64(), Some(1), "{path}: {v}");
     }
-    let mut logged = std::collections::BTreeSet::new();
+    let logged: std::collections::BTreeSet<String> = inflight_paths(&c, &s.base, &key, "changes")
+        .await
+        .into_iter()
+        .collect();
+    let listed: std::collections::BTreeSet<String> = listed.into_iter().collect();
+    assert_eq!(
+        logged, listed,
+        "the change log names exactly the files that are there"
+    );
+}
+
+/// The `path` of every entry under `inflight/` of a paged listing (`files` or `changes`),
+/// all pages.
+async fn inflight_paths(c: &Client, base: &str, key: &str, listing: &str) -> Vec<String> {
+    let mut paths = Vec::new();
     let mut next: Option<String> = None;
     loop {
         let token = next
             .as_deref()
             .map_or(String::new(), |t| format!("&nextToken={t}"));
         let page: Value = common::get_with(
-            &c,
-            format!(
-                "{}/v1/host/workspace/changes?prefix=inflight/&limit=100{token}",
-                s.base
-            ),
-            &key,
+            c,
+            format!("{base}/v1/host/workspace/{listing}?prefix=inflight/&limit=100{token}"),
+            key,
         )
         .await
         .json()
         .await
         .unwrap();
-        for e in page["changes"].as_array().expect("a page of changes") {
-            logged.insert(e["path"].as_str().unwrap().to_owned());
+        for entry in page[listing].as_array().expect("a page") {
+            paths.push(entry["path"].as_str().unwrap().to_owned());
         }
         next = page["nextToken"].as_str().map(str::to_owned);
         if next.is_none() {
-            break;
+            return paths;
         }
     }
-    let listed: std::collections::BTreeSet<String> = listed.into_iter().collect();
-    assert_eq!(
-        logged, listed,
-        "the change log names exactly the files that are there"
-    );
 }
