@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use workspace_core::model::VersionRecord;
 use workspace_core::ports::{
-    BodyStore, Commit, CommitOutcome, Expect, FromCommittedState, MetaStore, RandomIds, SystemClock,
+    Bodies, Commit, CommitOutcome, CommitStore, Expect, FromCommittedState, HeadStore,
+    HistoryStore, RandomIds, SystemClock,
 };
 use workspace_core::{FilePath, Identity, Limits, PutRequest, Scope, WorkspaceService};
 use workspace_store_embedded::EmbeddedStore;
