@@ -299,8 +299,7 @@ async fn reindex(tenant: Option<String>, workspace: Option<String>) -> Result<()
     };
     let stores = Stores::open(&settings).await?;
     let search = stores.search(&settings)?;
-    let files =
-        services::files(&settings, stores.meta, stores.bodies, stores.secrets).with_search(search);
+    let files = stores.files(&settings).with_search(search);
     let scope = workspace_core::Scope::new(
         workspace_core::TenantId::parse(&tenant).map_err(|e| e.to_string())?,
         workspace_core::WorkspaceId::parse(&workspace).map_err(|e| e.to_string())?,
@@ -323,8 +322,7 @@ async fn mcp(who: mcp_stdio::Who) -> Result<(), String> {
     let stores = Stores::open(&settings).await?;
     let identity = mcp_stdio::identity(&settings, stores.keys.clone(), &who).await?;
     let search = stores.search(&settings)?;
-    let files =
-        services::files(&settings, stores.meta, stores.bodies, stores.secrets).with_search(search);
+    let files = stores.files(&settings).with_search(search);
     mcp_stdio::serve(files, identity).await
 }
 
@@ -364,19 +362,15 @@ async fn serve() -> Result<(), String> {
         stores.erasers.clone(),
         session_key.clone(),
     );
-    let files = services::files(
-        &settings,
-        stores.meta.clone(),
-        stores.bodies.clone(),
-        stores.secrets.clone(),
-    )
-    // Paging tokens of file listings survive a restart, like the session list's.
-    .with_token_key(session_key)
-    .with_scope_eraser(services::scope_eraser(
-        stores.sessions.clone(),
-        stores.erasers.clone(),
-    ))
-    .with_search(stores.search(&settings)?);
+    let files = stores
+        .files(&settings)
+        // Paging tokens of file listings survive a restart, like the session list's.
+        .with_token_key(session_key)
+        .with_scope_eraser(services::scope_eraser(
+            stores.sessions.clone(),
+            stores.erasers.clone(),
+        ))
+        .with_search(stores.search(&settings)?);
     // Commits answer before their index catches up; searches apply what is still pending.
     let (mut files, index_refresher) = files.with_index_refresh_after_answer();
     let registry = Arc::new(RegistryOf(stores.sessions.clone()));

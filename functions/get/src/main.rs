@@ -7,7 +7,7 @@ use workspace_http::serve;
 async fn main() -> Result<(), lambda_http::Error> {
     let aws = workspace_lambda::start().await?;
     let s = &aws.settings;
-    let files = aws.files()?;
+    let files = aws.reading_files()?;
     let app = workspace_lambda::app(s)
         .with_registry(aws.registry()?)
         .with_files(files)

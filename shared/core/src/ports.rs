@@ -11,6 +11,9 @@ use crate::presign::{PresignSpec, PresignedUrl};
 use crate::scope::Scope;
 use async_trait::async_trait;
 
+mod wired;
+pub use wired::{MetaPorts, NotServed};
+
 /// What the head of a path must be for a commit to apply (compare-and-swap). `pin_rev`
 /// is part of it: a snapshot pinning the head in between makes the commit fail and re-read,
 /// so retention never prunes a version pinned after the head was read.

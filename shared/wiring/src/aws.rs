@@ -68,7 +68,7 @@ mod dynamodb {
     use crate::services;
     use workspace_core::cache::{CacheService, CacheStore};
     use workspace_core::keys::KeyStore;
-    use workspace_core::ports::{MetaStore, NoBodies};
+    use workspace_core::ports::{MetaPorts, MetaStore, NoBodies};
     use workspace_core::secrets::{NoSecrets, SecretStore};
     use workspace_core::sessions::ports::{RegistryOf, SessionStore, WorkspaceRegistry};
     use workspace_core::WorkspaceService;
@@ -86,8 +86,15 @@ mod dynamodb {
             self.settings.aws.table().map(str::to_owned)
         }
 
-        pub fn meta(&self) -> Result<Arc<dyn MetaStore>, String> {
+        /// The metadata table as its own type, so a function wires from it only the
+        /// ports it uses (each port its own trait object; see `MetaPorts`).
+        pub fn dynamo_meta(&self) -> Result<Arc<DynamoMeta>, String> {
             Ok(Arc::new(DynamoMeta::new(self.dynamodb(), self.table()?)))
+        }
+
+        /// The metadata table as the whole store (the local server on AWS).
+        pub fn meta(&self) -> Result<Arc<dyn MetaStore>, String> {
+            Ok(self.dynamo_meta()?)
         }
 
         pub fn secrets(&self) -> Result<Arc<dyn SecretStore>, String> {
@@ -144,7 +151,7 @@ mod dynamodb {
             Ok(workspace_core::service::SearchWiring {
                 indexes: Arc::new(workspace_search::SharedIndexes::new(Arc::new(objects))),
                 feed: Arc::new(workspace_core::search::ChangeLogFeed {
-                    meta: self.meta()?,
+                    meta: self.dynamo_meta()?,
                     clock: Arc::new(workspace_core::ports::SystemClock),
                 }),
                 max_file_bytes: workspace_core::search::MAX_INDEXED_FILE_BYTES,
@@ -154,13 +161,26 @@ mod dynamodb {
             })
         }
 
-        /// The file service of a function that touches DynamoDB only (`list`, `delete`,
-        /// `snapshots`): no body store and no secrets, since nothing it serves reads a body
+        /// The file service of a function that touches DynamoDB only and commits
+        /// (`delete`): no body store and no secrets, since nothing it serves reads a body
         /// or writes content.
         pub fn metadata_files(&self) -> Result<WorkspaceService, String> {
             Ok(services::files(
                 &self.settings,
-                self.meta()?,
+                MetaPorts::of(self.dynamo_meta()?),
+                Arc::new(NoBodies),
+                Arc::new(NoBodies),
+                Arc::new(NoSecrets),
+            ))
+        }
+
+        /// The file service of a function that lists and never commits (`list`): the
+        /// read ports of the table alone.
+        pub fn listing_files(&self) -> Result<WorkspaceService, String> {
+            Ok(services::files(
+                &self.settings,
+                MetaPorts::reads_of(self.dynamo_meta()?),
+                Arc::new(NoBodies),
                 Arc::new(NoBodies),
                 Arc::new(NoSecrets),
             ))
@@ -212,6 +232,8 @@ impl Aws {
 #[cfg(all(feature = "aws-s3", feature = "aws-dynamodb"))]
 mod both {
     use super::*;
+    use workspace_core::ports::{MetaPorts, NoBodies};
+    use workspace_core::secrets::NoSecrets;
     use workspace_core::sessions::ports::BodyEraser;
     use workspace_store_aws::sessions::{PartitionEraser, S3Eraser};
     use workspace_store_aws::sweeper::Sweeper;
@@ -235,11 +257,26 @@ mod both {
 
         /// The file service with bodies in S3 and the tenant's registered secrets.
         pub fn files(&self) -> Result<workspace_core::WorkspaceService, String> {
+            let bodies = Arc::new(self.s3_bodies()?);
             Ok(crate::services::files(
                 &self.settings,
-                self.meta()?,
-                self.bodies()?,
+                MetaPorts::of(self.dynamo_meta()?),
+                bodies.clone(),
+                bodies,
                 self.secrets()?,
+            ))
+        }
+
+        /// The file service of a function that reads and never commits (`get`,
+        /// `search`): the table's read ports and the bodies to read; no staging area and
+        /// no secrets, which only writes use.
+        pub fn reading_files(&self) -> Result<workspace_core::WorkspaceService, String> {
+            Ok(crate::services::files(
+                &self.settings,
+                MetaPorts::reads_of(self.dynamo_meta()?),
+                Arc::new(self.s3_bodies()?),
+                Arc::new(NoBodies),
+                Arc::new(NoSecrets),
             ))
         }
 

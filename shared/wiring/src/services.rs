@@ -6,7 +6,7 @@ use std::sync::Arc;
 use workspace_core::blob::{BlobService, BlobStore};
 use workspace_core::cache::{CacheService, CacheStore};
 use workspace_core::ports::{
-    Bodies, BodyStore, FromCommittedState, MetaStore, RandomIds, SystemClock,
+    Bodies, FromCommittedState, MetaPorts, RandomIds, Staging, SystemClock,
 };
 use workspace_core::secrets::SecretStore;
 use workspace_core::sessions::ports::{BodyEraser, SessionStore};
@@ -16,15 +16,19 @@ use workspace_core::WorkspaceService;
 
 /// The file store (host.workspace). Events come from committed state (the DynamoDB stream
 /// on AWS), never from the request path, so the service only logs them.
+/// A process passes the ports its routes reach (on Lambda, `MetaPorts::reads_of` and
+/// `NoBodies` where a function only reads or holds no bodies: see `aws.rs`).
 pub fn files(
     s: &Settings,
-    meta: Arc<dyn MetaStore>,
-    bodies: Arc<dyn BodyStore>,
+    meta: MetaPorts,
+    bodies: Arc<dyn Bodies>,
+    staging: Arc<dyn Staging>,
     secrets: Arc<dyn SecretStore>,
 ) -> WorkspaceService {
-    let service = WorkspaceService::new(
+    let service = WorkspaceService::wired(
         meta,
         bodies,
+        staging,
         Arc::new(FromCommittedState),
         Arc::new(SystemClock),
         Arc::new(RandomIds),

@@ -8,7 +8,7 @@ use workspace_core::blob::BlobStore;
 use workspace_core::cache::CacheStore;
 use workspace_core::events::EventLog;
 use workspace_core::keys::KeyStore;
-use workspace_core::ports::{BodyInventory, BodyStore, MetaStore};
+use workspace_core::ports::{BodyInventory, BodyStore, MetaPorts, MetaStore};
 use workspace_core::secrets::SecretStore;
 use workspace_core::sessions::ports::{BodyEraser, SessionStore};
 
@@ -68,6 +68,17 @@ impl Stores {
                 },
             )))),
         }
+    }
+
+    /// The file service over every port of these stores.
+    pub fn files(&self, s: &Settings) -> workspace_core::WorkspaceService {
+        crate::services::files(
+            s,
+            MetaPorts::of_store(self.meta.clone()),
+            self.bodies.clone(),
+            self.bodies.clone(),
+            self.secrets.clone(),
+        )
     }
 
     /// Opens the backend the settings name.

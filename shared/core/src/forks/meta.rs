@@ -24,7 +24,7 @@ use crate::model::{
 use crate::path::{FilePath, PathPrefix};
 use crate::ports::{
     BatchOutcome, Clock, Commit, CommitOutcome, CommitStore, Expect, HeadStore, HistoryStore,
-    MetaStore, RecordStore, ScopeItemStore, SnapshotStore, StoredRecord,
+    MetaPorts, RecordStore, ScopeItemStore, SnapshotStore, StoredRecord,
 };
 use crate::scope::Scope;
 use async_trait::async_trait;
@@ -39,7 +39,7 @@ pub const INHERITED_PIN_REV: u64 = u64::MAX;
 const PAGE: usize = 1000;
 
 pub struct ForkAwareMeta {
-    inner: Arc<dyn MetaStore>,
+    inner: MetaPorts,
     clock: Arc<dyn Clock>,
 }
 
@@ -112,12 +112,12 @@ fn is_inherited(expect: &Expect) -> bool {
 }
 
 impl ForkAwareMeta {
-    pub fn new(inner: Arc<dyn MetaStore>, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(inner: MetaPorts, clock: Arc<dyn Clock>) -> Self {
         Self { inner, clock }
     }
 
     /// The store itself, without read-through (the fork bookkeeping).
-    pub fn stored(&self) -> &Arc<dyn MetaStore> {
+    pub fn stored(&self) -> &MetaPorts {
         &self.inner
     }
 

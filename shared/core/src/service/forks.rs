@@ -276,7 +276,7 @@ impl WorkspaceService {
     async fn sweep_if_ended(&self, scope: &Scope) {
         let stored = self.forks.stored();
         let ended = matches!(
-            stored.record(scope, FORK_RECORD_KIND, FORK_RECORD_KEY).await,
+            stored.records.record(scope, FORK_RECORD_KIND, FORK_RECORD_KEY).await,
             Ok(Some(r)) if r.expires_at <= self.clock.now_ms()
         );
         if ended {
@@ -289,7 +289,7 @@ impl WorkspaceService {
     async fn sweep_now(&self, scope: &Scope) {
         let stored = self.forks.stored();
         let swept = crate::forks::sweep::sweep_fork(
-            stored.as_ref(),
+            stored,
             self.fork_eraser().as_ref(),
             scope,
             self.clock.now_ms(),
@@ -631,7 +631,7 @@ impl WorkspaceService {
         match &self.scope_eraser {
             Some(e) => e.clone(),
             None => Arc::new(crate::forks::sweep::StoreEraser {
-                meta: self.forks.stored().clone(),
+                meta: Arc::new(self.forks.stored().clone()),
                 bodies: self.bodies.clone(),
                 staging: self.staging.clone(),
             }),
@@ -643,7 +643,7 @@ impl WorkspaceService {
     /// (`crate::forks::sweep`); how many.
     pub async fn sweep_expired_forks(&self, parent: &Scope) -> Result<usize> {
         crate::forks::sweep::sweep_expired_forks(
-            self.forks.stored().as_ref(),
+            self.forks.stored(),
             self.fork_eraser().as_ref(),
             parent,
             self.clock.now_ms(),

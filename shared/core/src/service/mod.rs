@@ -36,8 +36,8 @@ use crate::model::{
 };
 use crate::path::{FilePath, PathPrefix};
 use crate::ports::{
-    Bodies, BodyStore, Clock, Commit, CommitOutcome, EventSink, Expect, IdSource, MetaStore,
-    SecretsEpoch, Staging, WorkspaceEvent,
+    Bodies, BodyStore, Clock, Commit, CommitOutcome, EventSink, Expect, IdSource, MetaPorts,
+    MetaStore, SecretsEpoch, Staging, WorkspaceEvent,
 };
 use crate::redact::{Redacted, Redactor, RegisteredSecret};
 use crate::scope::{Identity, Scope, TenantId};
@@ -251,14 +251,37 @@ impl WorkspaceService {
         ids: Arc<dyn IdSource>,
         limits: Limits,
     ) -> Self {
+        let staging = bodies.clone();
+        Self::wired(
+            MetaPorts::of_store(meta),
+            bodies,
+            staging,
+            events,
+            clock,
+            ids,
+            limits,
+        )
+    }
+
+    /// A service over ports wired one by one: a Lambda function plugs in only those its
+    /// routes reach (`MetaPorts::reads_of`, `NoBodies`), so it links no other adapter code.
+    pub fn wired(
+        meta: MetaPorts,
+        bodies: Arc<dyn Bodies>,
+        staging: Arc<dyn Staging>,
+        events: Arc<dyn EventSink>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdSource>,
+        limits: Limits,
+    ) -> Self {
         let forks = Arc::new(crate::forks::ForkAwareMeta::new(meta, clock.clone()));
         Self {
             redactor: Redactor::default(),
             secrets: Arc::new(NoSecrets),
             meta: forks.clone(),
             forks,
-            bodies: bodies.clone(),
-            staging: bodies,
+            bodies,
+            staging,
             events,
             clock,
             ids,

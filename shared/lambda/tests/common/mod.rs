@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use workspace_core::ports::MetaPorts;
 use workspace_core::sessions::ports::RegistryOf;
 use workspace_core::sessions::token::TokenKey;
 use workspace_http::{serve, App};
@@ -21,7 +22,13 @@ pub fn app_of(functions: &[&str], dir: &Path) -> App {
     let settings = Settings::from_source(|_| None).expect("default settings");
     let store = Arc::new(EmbeddedStore::open(dir).expect("embedded store"));
     let secrets = Arc::new(SecretFile::new(dir));
-    let files = services::files(&settings, store.clone(), store.clone(), secrets.clone());
+    let files = services::files(
+        &settings,
+        MetaPorts::of(store.clone()),
+        store.clone(),
+        store.clone(),
+        secrets.clone(),
+    );
     let sessions = services::sessions(
         &settings,
         store.clone(),
