@@ -365,7 +365,7 @@ async fn serve() -> Result<(), String> {
     let files = stores
         .files(&settings)
         // Paging tokens of file listings survive a restart, like the session list's.
-        .with_token_key(session_key)
+        .with_token_key(session_key.clone())
         .with_scope_eraser(services::scope_eraser(
             stores.sessions.clone(),
             stores.erasers.clone(),
@@ -399,7 +399,8 @@ async fn serve() -> Result<(), String> {
         app = app.with_cache(services::cache(&settings, cache, stores.secrets.clone()));
     }
     if let Some(blob_store) = stores.blobs.clone() {
-        let mut blobs = services::blobs(&settings, blob_store);
+        // Listing cursors survive a restart, like every listing's paging tokens.
+        let mut blobs = services::blobs(&settings, blob_store).with_token_key(session_key.clone());
         // On the embedded store, presigned blob URLs and two-step upload URLs are signed
         // here and served by this process at the address clients reach it on (S3
         // presigns its own).

@@ -177,19 +177,40 @@ pub async fn list_pages_with_prefix_and_cursor(h: Harness) {
     let mut seen = Vec::new();
     let mut query = "?prefix=a/&limit=2".to_owned();
     let mut pages = 0;
+    let mut cursors = Vec::new();
     loop {
         let page = list(&h, KEY_A, "default", &query).await.assert_ok();
         pages += 1;
         assert!(keys_of(&page).len() <= 2);
         seen.extend(keys_of(&page));
         match page.get("nextCursor").and_then(Value::as_str) {
-            Some(c) => query = format!("?prefix=a/&limit=2&cursor={c}"),
+            Some(c) => {
+                cursors.push(c.to_owned());
+                query = format!("?prefix=a/&limit=2&cursor={c}");
+            }
             None => break,
         }
         assert!(pages < 10, "paging does not end");
     }
     assert_eq!(seen, ["a/1", "a/2", "a/3", "a/4", "a/5"]);
     assert_eq!(pages, 3);
+    // A cursor is opaque (the key a page ended at does not show) and holds only for the
+    // listing it came from: another prefix or bucket refuses it, as an altered one.
+    let c = &cursors[0];
+    assert!(!c.contains("a/2") && !c.contains("612f32"), "{c}"); // plain or hex
+    let mut altered = c.clone().into_bytes();
+    altered[20] = if altered[20] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).unwrap();
+    for (bucket, q) in [
+        ("default", format!("?prefix=b/&cursor={c}")),
+        ("default", format!("?cursor={c}")),
+        ("media", format!("?prefix=a/&cursor={c}")),
+        ("default", format!("?prefix=a/&cursor={altered}")),
+    ] {
+        list(&h, KEY_A, bucket, &q)
+            .await
+            .assert_error(400, "validation_error");
+    }
     assert_eq!(
         keys_of(&list(&h, KEY_A, "media", "").await.assert_ok()),
         Vec::<String>::new()

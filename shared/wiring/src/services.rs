@@ -59,7 +59,11 @@ pub fn cache(
 
 /// RFC 0019 blob storage.
 pub fn blobs(s: &Settings, store: Arc<dyn BlobStore>) -> BlobService {
-    BlobService::new(store, Arc::new(SystemClock), s.blob_limits.clone())
+    let service = BlobService::new(store, Arc::new(SystemClock), s.blob_limits.clone());
+    match &s.session_token_key {
+        Some(key) => service.with_token_key(key.clone()),
+        None => service,
+    }
 }
 
 /// The session service (`SessionService`); `erasers` hold everything a deleted or

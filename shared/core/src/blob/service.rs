@@ -1,6 +1,7 @@
 //! The rules of blob storage over the [`BlobStore`] port: configured buckets only, keys and
 //! content types checked, sizes bounded by `maxObjectBytes`, presign lifetimes by
-//! `maxPresignSeconds`, listings paged with an opaque cursor.
+//! `maxPresignSeconds`, listings paged with an opaque cursor (a paging token sealed like
+//! every listing's, `crate::sessions::token`).
 
 use super::{
     check_bucket_name, BlobKey, BlobLimits, BlobLocation, BlobMeta, BlobStore, LocalPresign,
@@ -11,11 +12,11 @@ use crate::error::{Result, WorkspaceError};
 use crate::path::PathPrefix;
 use crate::ports::Clock;
 use crate::scope::Scope;
+use crate::sessions::token::TokenKey;
 use std::sync::Arc;
 
 /// Largest page of a listing.
 pub const MAX_BLOB_LIST_LIMIT: usize = 1000;
-const CURSOR_TAG: &str = "after:";
 const MAX_CONTENT_TYPE_LEN: usize = 255;
 
 /// `POST /v1/host/blob/{bucket}/presign`, as parsed from its body.
@@ -40,6 +41,9 @@ pub struct BlobService {
     pub(super) clock: Arc<dyn Clock>,
     pub(super) limits: BlobLimits,
     pub(super) local: Option<LocalPresign>,
+    /// Seals the listing cursors (random unless configured: then a cursor only verifies in
+    /// the process that issued it).
+    token_key: TokenKey,
 }
 
 pub(super) fn too_large(size: u64, limit: u64) -> WorkspaceError {
@@ -72,15 +76,10 @@ pub fn check_content_type(ct: &str) -> Result<()> {
     }
 }
 
-fn encode_cursor(after: &str) -> String {
-    hex::encode(format!("{CURSOR_TAG}{after}"))
-}
-
-fn decode_cursor(cursor: &str) -> Result<BlobKey> {
-    let bad = || WorkspaceError::validation("cursor is not one this server issued");
-    let raw = hex::decode(cursor).map_err(|_| bad())?;
-    let text = String::from_utf8(raw).map_err(|_| bad())?;
-    BlobKey::parse(text.strip_prefix(CURSOR_TAG).ok_or_else(bad)?).map_err(|_| bad())
+/// What a cursor is bound to: the listing and the caller's scope, so one issued for another
+/// bucket, prefix or workspace is refused.
+fn cursor_binding(scope: &Scope, bucket: &str, prefix: &PathPrefix) -> String {
+    format!("blob list|{scope}|{bucket}|{}", prefix.as_str())
 }
 
 impl BlobService {
@@ -90,7 +89,15 @@ impl BlobService {
             clock,
             limits,
             local: None,
+            token_key: TokenKey::random(),
         }
+    }
+
+    /// The key listing cursors are sealed with; every process of a deployment needs the
+    /// same (`WORKSPACE_SESSION_TOKEN_KEY`).
+    pub fn with_token_key(mut self, key: TokenKey) -> Self {
+        self.token_key = key;
+        self
     }
 
     /// Presigned URLs signed and served by this process, for stores that cannot presign.
@@ -188,7 +195,17 @@ impl BlobService {
     ) -> Result<ListedBlobs> {
         let bucket = self.bucket(bucket)?;
         let prefix = PathPrefix::parse(prefix)?;
-        let after = cursor.map(decode_cursor).transpose()?;
+        let binding = cursor_binding(scope, &bucket, &prefix);
+        let after = cursor
+            .map(|c| {
+                let bad = |_| {
+                    WorkspaceError::validation(
+                        "cursor is not one this server issued for this listing",
+                    )
+                };
+                BlobKey::parse(&self.token_key.open(&binding, c).map_err(bad)?).map_err(bad)
+            })
+            .transpose()?;
         let limit = crate::limits::page_limit(limit, MAX_BLOB_LIST_LIMIT, MAX_BLOB_LIST_LIMIT)?;
         // One more than asked says whether another page follows.
         let mut entries = self
@@ -197,7 +214,9 @@ impl BlobService {
             .await?;
         let next_cursor = if entries.len() > limit {
             entries.truncate(limit);
-            entries.last().map(|m| encode_cursor(&m.key))
+            entries
+                .last()
+                .map(|m| self.token_key.seal(&binding, &m.key))
         } else {
             None
         };
@@ -286,11 +305,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cursors_round_trip_and_forgeries_fail() {
-        let c = encode_cursor("a/b.bin");
-        assert_eq!(decode_cursor(&c).unwrap().as_str(), "a/b.bin");
-        for bad in ["", "zz", &hex::encode("a/b"), &hex::encode("after:../x")] {
-            assert!(decode_cursor(bad).is_err(), "{bad}");
-        }
+    fn cursor_bindings_name_the_scope_bucket_and_prefix() {
+        let scope = Scope::parse("acme", "main").unwrap();
+        let p = |s: &str| PathPrefix::parse(s).unwrap();
+        let b = cursor_binding(&scope, "media", &p("img/"));
+        assert_ne!(b, cursor_binding(&scope, "media", &p("doc/")));
+        assert_ne!(b, cursor_binding(&scope, "other", &p("img/")));
+        let elsewhere = Scope::parse("acme", "side").unwrap();
+        assert_ne!(b, cursor_binding(&elsewhere, "media", &p("img/")));
     }
 }
