@@ -380,6 +380,26 @@ async fn receiver() -> (String, std::sync::Arc<std::sync::Mutex<Received>>) {
     (url, state)
 }
 
+/// A webhook delivery's envelope, checked: valid, its event id in the header, and signed
+/// with `secret` over `<t>.<body>`.
+fn signed_envelope(headers: &HashMap<String, String>, body: &[u8], secret: &str) -> Value {
+    let envelope: Value = serde_json::from_slice(body).unwrap();
+    assert_valid(&envelope);
+    assert_eq!(
+        headers["x-workspace-event-id"],
+        envelope["detail"]["eventId"]
+    );
+    let sig = &headers["x-workspace-signature"];
+    let (t, v1) = sig
+        .strip_prefix("t=")
+        .and_then(|r| r.split_once(",v1="))
+        .unwrap_or_else(|| panic!("signature header: {sig}"));
+    let mut signed = format!("{t}.").into_bytes();
+    signed.extend_from_slice(body);
+    assert_eq!(v1, hmac_hex(secret, &signed), "signature");
+    envelope
+}
+
 fn hmac_hex(secret: &str, message: &[u8]) -> String {
     use hmac::{Hmac, Mac};
     let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
@@ -441,20 +461,7 @@ async fn webhooks_get_every_event_signed_in_order_through_failures_and_restarts(
     let got = got.lock().unwrap();
     let mut paths = Vec::new();
     for (headers, body) in &got.delivered {
-        let envelope: Value = serde_json::from_slice(body).unwrap();
-        assert_valid(&envelope);
-        assert_eq!(
-            headers["x-workspace-event-id"],
-            envelope["detail"]["eventId"]
-        );
-        let sig = &headers["x-workspace-signature"];
-        let (t, v1) = sig
-            .strip_prefix("t=")
-            .and_then(|r| r.split_once(",v1="))
-            .unwrap_or_else(|| panic!("signature header: {sig}"));
-        let mut signed = format!("{t}.").into_bytes();
-        signed.extend_from_slice(body);
-        assert_eq!(v1, hmac_hex(secret, &signed), "signature");
+        let envelope = signed_envelope(headers, body, secret);
         paths.push(envelope["detail"]["path"].as_str().unwrap().to_owned());
     }
     paths.dedup(); // at least once: a redelivery repeats, never reorders
@@ -937,20 +944,7 @@ async fn webhooks_get_every_acknowledged_event_across_a_sigkill() {
     );
     let mut delivered_changes = std::collections::HashSet::new();
     for (headers, body) in &g.delivered {
-        let envelope: Value = serde_json::from_slice(body).unwrap();
-        assert_valid(&envelope);
-        assert_eq!(
-            headers["x-workspace-event-id"],
-            envelope["detail"]["eventId"]
-        );
-        let sig = &headers["x-workspace-signature"];
-        let (t, v1) = sig
-            .strip_prefix("t=")
-            .and_then(|r| r.split_once(",v1="))
-            .unwrap_or_else(|| panic!("signature header: {sig}"));
-        let mut signed = format!("{t}.").into_bytes();
-        signed.extend_from_slice(body);
-        assert_eq!(v1, hmac_hex(secret, &signed), "signature");
+        let envelope = signed_envelope(headers, body, secret);
         delivered_changes.insert(change_of(&envelope));
     }
     for change in &acked {
