@@ -7,18 +7,13 @@ use fn_index::{IndexKeeper, Outcome};
 use std::future::Future;
 use std::pin::Pin as StdPin;
 use std::sync::{Arc, Mutex};
-use workspace_core::changes::{ChangePage, ChangeQuery};
 use workspace_core::events::WorkspaceEvent;
-use workspace_core::model::{
-    BodyRef, Erasure, Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord,
-};
+use workspace_core::model::IdempotencyRecord;
 use workspace_core::ports::{
-    BatchOutcome, Commit, CommitOutcome, CommitStore, Expect, FromCommittedState, HeadStore,
-    HistoryStore, RandomIds, RecordStore, ScopeItemStore, SnapshotStore, StoredRecord, SystemClock,
+    BatchOutcome, Commit, CommitOutcome, CommitStore, FromCommittedState, MetaPorts, RandomIds,
+    SystemClock,
 };
-use workspace_core::{
-    FilePath, Identity, Limits, PathPrefix, PutRequest, Result, Scope, WorkspaceService,
-};
+use workspace_core::{FilePath, Identity, Limits, PutRequest, Result, Scope, WorkspaceService};
 use workspace_store_aws::events::{plan, Work};
 use workspace_store_aws::testing as common;
 use workspace_store_aws::{DynamoMeta, S3Bodies};
@@ -171,10 +166,11 @@ fn the_recorded_event_is_what_the_function_takes() {
 /// store (after the keeper read the index and listed the prefix).
 type Interference = Arc<dyn Fn() -> StdPin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
-/// DynamoDB metadata, with a hook that runs before commits of the index path, and a record
-/// of whether each such commit applied.
-struct RacingMeta {
-    inner: DynamoMeta,
+/// DynamoDB's commits, with a hook that runs before commits of the index path, and a
+/// record of whether each such commit applied (wired as the commit port alone: every
+/// other port is the table's).
+struct RacingCommits {
+    inner: Arc<DynamoMeta>,
     index: String,
     /// How many more index commits to interfere with, and how.
     armed: Mutex<Option<(usize, Interference)>>,
@@ -182,7 +178,7 @@ struct RacingMeta {
     index_commits: Mutex<Vec<bool>>,
 }
 
-impl RacingMeta {
+impl RacingCommits {
     fn interfere(&self, times: usize, with: Interference) {
         *self.armed.lock().unwrap() = Some((times, with));
     }
@@ -193,38 +189,7 @@ impl RacingMeta {
 }
 
 #[async_trait]
-impl HeadStore for RacingMeta {
-    async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
-        self.inner.head(scope, path).await
-    }
-
-    async fn list_live(
-        &self,
-        s: &Scope,
-        prefix: &PathPrefix,
-        after: Option<&FilePath>,
-        limit: usize,
-    ) -> Result<Vec<Head>> {
-        self.inner.list_live(s, prefix, after, limit).await
-    }
-
-    async fn list_heads(
-        &self,
-        s: &Scope,
-        prefix: &PathPrefix,
-        after: Option<&FilePath>,
-        limit: usize,
-    ) -> Result<Vec<Head>> {
-        self.inner.list_heads(s, prefix, after, limit).await
-    }
-
-    async fn live_count(&self, s: &Scope) -> Result<u64> {
-        self.inner.live_count(s).await
-    }
-}
-
-#[async_trait]
-impl CommitStore for RacingMeta {
+impl CommitStore for RacingCommits {
     async fn idempotency(&self, s: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
         self.inner.idempotency(s, key).await
     }
@@ -265,92 +230,6 @@ impl CommitStore for RacingMeta {
     }
 }
 
-#[async_trait]
-impl HistoryStore for RacingMeta {
-    async fn version(&self, s: &Scope, p: &FilePath, seq: u64) -> Result<Option<VersionRecord>> {
-        self.inner.version(s, p, seq).await
-    }
-
-    async fn list_versions(
-        &self,
-        s: &Scope,
-        p: &FilePath,
-        before: Option<u64>,
-        limit: usize,
-    ) -> Result<Vec<VersionRecord>> {
-        self.inner.list_versions(s, p, before, limit).await
-    }
-
-    async fn set_pins(
-        &self,
-        s: &Scope,
-        p: &FilePath,
-        expect: Expect,
-        pins: Vec<Pin>,
-        must_exist: Option<u64>,
-    ) -> Result<bool> {
-        self.inner.set_pins(s, p, expect, pins, must_exist).await
-    }
-
-    async fn erase_version(
-        &self,
-        s: &Scope,
-        p: &FilePath,
-        seq: u64,
-        e: &Erasure,
-    ) -> Result<Option<Option<BodyRef>>> {
-        self.inner.erase_version(s, p, seq, e).await
-    }
-
-    async fn list_changes(&self, s: &Scope, q: &ChangeQuery) -> Result<ChangePage> {
-        self.inner.list_changes(s, q).await
-    }
-}
-
-#[async_trait]
-impl SnapshotStore for RacingMeta {
-    async fn put_snapshot(&self, s: &Scope, snapshot: &Snapshot) -> Result<()> {
-        self.inner.put_snapshot(s, snapshot).await
-    }
-
-    async fn snapshot(&self, s: &Scope, id: &str) -> Result<Option<Snapshot>> {
-        self.inner.snapshot(s, id).await
-    }
-
-    async fn delete_snapshot(&self, s: &Scope, id: &str) -> Result<bool> {
-        self.inner.delete_snapshot(s, id).await
-    }
-
-    async fn list_snapshots(
-        &self,
-        s: &Scope,
-        id_prefix: &str,
-        before: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<SnapshotInfo>> {
-        self.inner.list_snapshots(s, id_prefix, before, limit).await
-    }
-}
-
-#[async_trait]
-impl RecordStore for RacingMeta {
-    async fn put_record(
-        &self,
-        s: &Scope,
-        kind: &str,
-        key: &str,
-        record: &StoredRecord,
-    ) -> Result<()> {
-        self.inner.put_record(s, kind, key, record).await
-    }
-
-    async fn record(&self, s: &Scope, kind: &str, key: &str) -> Result<Option<StoredRecord>> {
-        self.inner.record(s, kind, key).await
-    }
-}
-
-impl ScopeItemStore for RacingMeta {}
-
 /// The index changes between the keeper's read and its conditional write (a person's
 /// edit, another delivery): the write gets 409, and the keeper reads again, rebuilds from
 /// the workspace as it is then, and writes over it, both when the index did not exist yet
@@ -362,15 +241,21 @@ async fn a_409_between_read_and_write_is_retried_into_a_correct_index() {
     let svc = Arc::new(service(&env));
     let who = agent();
     svc.put(&who, put("memory/a.md", "first")).await.unwrap();
-    let racing = Arc::new(RacingMeta {
-        inner: DynamoMeta::new(env.clients.dynamodb.clone(), &env.table),
+    let table = Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table));
+    let racing = Arc::new(RacingCommits {
+        inner: table.clone(),
         index: "memory/INDEX.md".to_owned(),
         armed: Mutex::new(None),
         index_commits: Mutex::new(Vec::new()),
     });
-    let keeper_files = WorkspaceService::new(
-        racing.clone(),
-        Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
+    let bodies = Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket));
+    let keeper_files = WorkspaceService::wired(
+        MetaPorts {
+            commits: racing.clone(),
+            ..MetaPorts::of(table)
+        },
+        bodies.clone(),
+        bodies,
         Arc::new(FromCommittedState),
         Arc::new(SystemClock),
         Arc::new(RandomIds),
