@@ -322,7 +322,14 @@ async fn mcp(who: mcp_stdio::Who) -> Result<(), String> {
     let stores = Stores::open(&settings).await?;
     let identity = mcp_stdio::identity(&settings, stores.keys.clone(), &who).await?;
     let search = stores.search(&settings)?;
-    let files = stores.files(&settings).with_search(search);
+    // As on the HTTP server: a write answers before its scope's index catches up, and a
+    // search first applies whatever is still pending.
+    let (files, index_refresher) = stores
+        .files(&settings)
+        .with_search(search)
+        .with_index_refresh_after_answer();
+    let files = Arc::new(files);
+    tokio::spawn(index_refresher.run(Arc::downgrade(&files)));
     mcp_stdio::serve(files, identity).await
 }
 

@@ -135,7 +135,7 @@ fn cancelled(msg: &Value) -> Option<String> {
 }
 
 /// Answers each line of stdin on stdout until stdin closes.
-pub async fn serve(service: WorkspaceService, who: Identity) -> Result<(), String> {
+pub async fn serve(service: Arc<WorkspaceService>, who: Identity) -> Result<(), String> {
     tracing::info!(scope = %who.scope, "MCP on stdio");
     let shared = Arc::new((service, who));
     let (out, written) = writer();
