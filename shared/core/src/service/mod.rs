@@ -476,6 +476,31 @@ impl WorkspaceService {
         self.index_after_commit(&who.scope).await;
     }
 
+    /// Stores a body for `path` and reads its head side by side: they do not depend on
+    /// each other, so a write costs two sequential round trips, not three. The body is
+    /// deleted again if the head cannot be read.
+    async fn store_beside_head(
+        &self,
+        scope: &Scope,
+        path: &FilePath,
+        bytes: Vec<u8>,
+        content_type: &str,
+    ) -> Result<(BodyRef, Option<Head>)> {
+        let key = Self::body_key(scope, path);
+        let (body, head) = tokio::join!(
+            self.bodies.put(&key, bytes, content_type),
+            self.meta.head(scope, path)
+        );
+        let body = body?;
+        match head {
+            Ok(head) => Ok((body, head)),
+            Err(e) => {
+                self.discard_body(&body).await;
+                Err(e)
+            }
+        }
+    }
+
     async fn discard_body(&self, body: &BodyRef) {
         if let Err(e) = self.bodies.delete(body).await {
             tracing::warn!(error = %e, key = %body.key, "could not delete an uncommitted body");

@@ -285,22 +285,9 @@ impl WorkspaceService {
             return self.replay(rec, fingerprint, req.content).map(Stored::File);
         }
 
-        // The body upload and the first head read do not depend on each other: run them
-        // side by side so a write costs two sequential round trips, not three.
-        let body_key = Self::body_key(scope, &path);
-        let (body, head) = tokio::join!(
-            self.bodies
-                .put(&body_key, req.content.clone(), &content_type),
-            self.meta.head(scope, &path)
-        );
-        let body = body?;
-        let head = match head {
-            Ok(h) => h,
-            Err(e) => {
-                self.discard_body(&body).await;
-                return Err(e);
-            }
-        };
+        let (body, head) = self
+            .store_beside_head(scope, &path, req.content.clone(), &content_type)
+            .await?;
         let uploaded = UploadedBody {
             body: &body,
             content_type: &content_type,

@@ -409,19 +409,9 @@ impl WorkspaceService {
                 let (content, secrets) = self.redact_content(who, &fp, content).await?;
                 let sha = sha256_hex(&content);
                 let size = content.len() as u64;
-                let key = Self::body_key(&who.scope, &fp);
-                let (body, head) = tokio::join!(
-                    self.bodies.put(&key, content, &content_type),
-                    self.meta.head(&who.scope, &fp)
-                );
-                let body = body?;
-                let head = match head {
-                    Ok(h) => h,
-                    Err(e) => {
-                        self.discard_body(&body).await;
-                        return Err(e);
-                    }
-                };
+                let (body, head) = self
+                    .store_beside_head(&who.scope, &fp, content, &content_type)
+                    .await?;
                 let (lineage, version) = match head.as_ref().filter(|h| h.is_live()) {
                     Some(h) => (h.lineage.clone(), h.version + 1),
                     None => (self.ids.new_id(), 1),
