@@ -173,19 +173,33 @@ impl EmbeddedStore {
             .map_err(db_err)?
     }
 
-    /// One JSON value by its key, read in its own transaction.
+    /// One JSON value by its key, read in its own transaction on a blocking thread.
     pub(crate) async fn get_json<T>(&self, table: JsonTable, key: String) -> Result<Option<T>>
     where
         T: DeserializeOwned + Send + 'static,
     {
-        self.blocking(move |db| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let t = txn.open_table(table).map_err(db_err)?;
-            let found = t.get(key.as_str()).map_err(db_err)?;
-            found.map(|v| decode(v.value())).transpose()
-        })
-        .await
+        self.blocking(move |db| read_json(db, table, &key)).await
     }
+
+    /// One small JSON value (a head, an idempotency record, a workspace's registration) read
+    /// in place on the calling task. A point read takes microseconds: redb serves it from
+    /// its page cache, and no lock a reader takes is held across a commit's fsync. Handing
+    /// it to a blocking thread and back cost more than the read (a profile of 3,000 MCP
+    /// reads over HTTP spent 20% of the server's CPU in futex wake-ups).
+    pub(crate) fn get_small_json<T: DeserializeOwned>(
+        &self,
+        table: JsonTable,
+        key: &str,
+    ) -> Result<Option<T>> {
+        read_json(&self.db, table, key)
+    }
+}
+
+fn read_json<T: DeserializeOwned>(db: &Database, table: JsonTable, key: &str) -> Result<Option<T>> {
+    let txn = db.begin_read().map_err(db_err)?;
+    let t = txn.open_table(table).map_err(db_err)?;
+    let found = t.get(key).map_err(db_err)?;
+    found.map(|v| decode(v.value())).transpose()
 }
 
 /// Decides one commit inside `txn` (a group commit's shared transaction): its conditions
@@ -374,7 +388,7 @@ impl EmbeddedStore {
 impl HeadStore for EmbeddedStore {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
         let key = head_key(scope, path.as_str());
-        self.get_json(HEADS, key).await
+        self.get_small_json(HEADS, &key)
     }
 
     async fn list_live(
@@ -398,14 +412,11 @@ impl HeadStore for EmbeddedStore {
     }
 
     async fn live_count(&self, scope: &Scope) -> Result<u64> {
-        let key = scope.key_prefix();
-        self.blocking(move |db| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let table = txn.open_table(LIVE_COUNTS).map_err(db_err)?;
-            let found = table.get(key.as_str()).map_err(db_err)?;
-            Ok(found.map_or(0, |v| v.value()))
-        })
-        .await
+        // A point read, in place (see `get_small_json`).
+        let txn = self.db.begin_read().map_err(db_err)?;
+        let table = txn.open_table(LIVE_COUNTS).map_err(db_err)?;
+        let found = table.get(scope.key_prefix().as_str()).map_err(db_err)?;
+        Ok(found.map_or(0, |v| v.value()))
     }
 }
 
@@ -413,7 +424,7 @@ impl HeadStore for EmbeddedStore {
 impl CommitStore for EmbeddedStore {
     async fn idempotency(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>> {
         let key = format!("{}{key}", scope.key_prefix());
-        self.get_json(IDEMPOTENCY, key).await
+        self.get_small_json(IDEMPOTENCY, &key)
     }
 
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome> {

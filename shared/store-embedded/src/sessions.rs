@@ -187,7 +187,7 @@ impl SessionStore for EmbeddedStore {
         id: &WorkspaceId,
     ) -> Result<Option<WorkspaceRecord>> {
         let key = format!("{}w/{id}", user_prefix(tenant.as_str(), user));
-        self.get_json(WS_RECORDS, key).await
+        self.get_small_json(WS_RECORDS, &key)
     }
 
     async fn list_workspaces(
