@@ -43,7 +43,7 @@ pub const PUT: Routes = &[
 ];
 /// `delete`: file deletes.
 pub const DELETE: Routes = &[(Route::DeleteFile, delete_file)];
-/// `snapshots`: run snapshots and run records (DynamoDB only on AWS).
+/// `snapshots`: run snapshots, forks (a merge reads and writes bodies) and run records.
 pub const SNAPSHOTS: Routes = &[
     (Route::CreateSnapshot, create_snapshot),
     (Route::ListSnapshots, list_snapshots),

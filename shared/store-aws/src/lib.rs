@@ -3,7 +3,7 @@
 //! ([`events`]). Clients are built once per process ([`AwsConfig`]) and shared.
 //!
 //! Each SDK is behind a feature of its own (`s3`, `dynamodb`, `eventbridge`), so a Lambda
-//! function depends only on the clients it calls: `fn-snapshots` has no S3 in its tree.
+//! function depends only on the clients it calls: `fn-list` has no S3 in its tree.
 #![cfg_attr(
     not(any(feature = "s3", feature = "dynamodb", feature = "eventbridge")),
     allow(dead_code)

@@ -1,6 +1,7 @@
 //! The AWS adapters, from the settings' resource names and the standard AWS environment.
 //! Each client is built at most once per process, and only where its feature is on: a
-//! function enables the features of the clients it calls (`fn-snapshots`: DynamoDB alone).
+//! function enables the features of the clients it calls (`fn-list`, `fn-delete`, `fn-cache`:
+//! DynamoDB alone).
 
 use crate::Settings;
 use std::any::Any;
