@@ -15,8 +15,10 @@ transaction, which is all the rollback needs; behaviour is otherwise moto's own.
 """
 
 import copy
+import datetime
 import functools
-
+import ipaddress
+import os
 import sys
 
 from werkzeug.serving import make_server
@@ -57,10 +59,62 @@ def _one_copy_per_table() -> None:
     dynamodb_models.DynamoDBBackend.transact_write_items = transact_write_items
 
 
+def _self_signed(folder: str) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, written into `folder` as cert.pem and
+    key.pem: a client trusts the emulator over TLS only if told to trust cert.pem."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "moto test")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+    with open(cert_path, "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(key_path, "wb") as f:
+        f.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    return cert_path, key_path
+
+
 def main() -> None:
+    """`--tls FOLDER`: serve HTTPS with a fresh self-signed certificate (FOLDER/cert.pem),
+    for the test that the AWS clients speak TLS and check the certificate."""
     _one_copy_per_table()
+    ssl_context = None
+    if len(sys.argv) == 3 and sys.argv[1] == "--tls":
+        ssl_context = _self_signed(sys.argv[2])
     app = DomainDispatcherApplication(create_backend_app)
-    server = make_server("127.0.0.1", 0, app, threaded=False, request_handler=MotoRequestHandler)
+    server = make_server(
+        "127.0.0.1",
+        0,
+        app,
+        threaded=False,
+        request_handler=MotoRequestHandler,
+        ssl_context=ssl_context,
+    )
     print(server.server_port, flush=True)
     try:
         server.serve_forever()

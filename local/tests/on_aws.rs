@@ -191,3 +191,115 @@ through_the_process!(
     uploads::uploaded_text_is_redacted_like_an_inline_put,
     uploads::large_files_read_through_download_urls_pinned_to_their_version,
 );
+
+/// The emulator over HTTPS with a fresh self-signed certificate (`tests/moto_server.py
+/// --tls`), stopped when dropped, pass or fail.
+struct TlsMoto {
+    child: std::process::Child,
+    url: String,
+    cert: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TlsMoto {
+    fn start() -> TlsMoto {
+        use std::io::{BufRead, BufReader};
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(root.join(".venv/bin/python"))
+            .arg(root.join("tests/moto_server.py"))
+            .arg("--tls")
+            .arg(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the venv's python (tests/run.sh installs moto into .venv)");
+        let mut port = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut port)
+            .unwrap();
+        let port = port.trim().to_owned();
+        if port.is_empty() {
+            let _ = child.kill();
+            panic!("the TLS emulator did not start");
+        }
+        TlsMoto {
+            child,
+            url: format!("https://127.0.0.1:{port}"),
+            cert: dir.path().join("cert.pem"),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for TlsMoto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every SDK client (DynamoDB, S3, EventBridge) sends through `https_client` (rustls with
+/// ring, not the SDK's default): provisioning, a key, a write and its read all cross TLS to
+/// the emulator, and an endpoint whose certificate is not trusted is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_aws_clients_speak_tls_and_check_the_certificate() {
+    let moto = TlsMoto::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (table, bucket, bus) = (
+        testing::unique("tls-meta"),
+        testing::unique("tls-bodies"),
+        testing::unique("tls-bus"),
+    );
+    let mut env: Vec<(String, String)> = aws_env(&[
+        ("WORKSPACE_TABLE", &table),
+        ("WORKSPACE_BUCKET", &bucket),
+        ("WORKSPACE_EVENT_BUS", &bus),
+    ])
+    .into_iter()
+    .filter(|(k, _)| k != "AWS_ENDPOINT_URL")
+    .collect();
+    env.push(("AWS_ENDPOINT_URL".to_owned(), moto.url.clone()));
+
+    // The system's roots do not include the emulator's certificate: refused, nothing made.
+    let (status, _, err) = run_args(dir.path(), &refs(&env), &["provision"]);
+    assert!(!status.success(), "an untrusted certificate was accepted");
+    assert!(err.contains("invalid peer certificate"), "{err}");
+
+    env.push((
+        "SSL_CERT_FILE".to_owned(),
+        moto.cert.to_string_lossy().into_owned(),
+    ));
+    let made = provision(dir.path(), &env);
+    for want in [
+        format!("created table {table}"),
+        format!("created bucket {bucket}"),
+        format!("created event bus {bus}"),
+    ] {
+        assert!(made.contains(&want), "{want} in:\n{made}");
+    }
+    let (status, out, err) = run_args(
+        dir.path(),
+        &refs(&env),
+        &["keys", "create", "--tenant", "acme", "--workspace", "tls"],
+    );
+    assert!(status.success(), "{err}");
+    let key = out.lines().next().expect("the key").trim().to_owned();
+
+    env.push(("WORKSPACE_BACKEND".to_owned(), "aws".to_owned()));
+    let server = Server::start(dir.path(), &refs(&env)).await;
+    let c = reqwest::Client::new();
+    let url = format!("{}/v1/host/workspace/files/notes/a.md", server.base);
+    let put = c
+        .put(&url)
+        .bearer_auth(&key)
+        .json(&serde_json::json!({"content": "over TLS"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 200, "{}", put.text().await.unwrap());
+    let got = c.get(&url).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(got.status(), 200);
+    let body: serde_json::Value = got.json().await.unwrap();
+    assert_eq!(body["content"], "over TLS", "{body}");
+}

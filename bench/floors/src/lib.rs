@@ -4,13 +4,21 @@
 //! nothing else: what a function cannot be smaller or start faster than.
 
 use aws_config::{BehaviorVersion, SdkConfig};
+use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
 use lambda_http::{service_fn, Body, Error, Request, Response};
 use lambda_runtime::LambdaEvent;
 use serde_json::{json, Value};
 
-/// The AWS configuration from the standard environment.
+/// The AWS configuration from the standard environment, with the HTTPS client the functions
+/// use (`workspace_store_aws::https_client`: rustls with ring, not the SDK's default aws-lc).
 pub async fn config() -> SdkConfig {
-    aws_config::defaults(BehaviorVersion::latest()).load().await
+    let https = aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https();
+    aws_config::defaults(BehaviorVersion::latest())
+        .http_client(https)
+        .load()
+        .await
 }
 
 /// Serves HTTP API events with 200, keeping `clients` alive for the process.

@@ -51,6 +51,7 @@ pub mod testing;
 pub use blobs::S3Blobs;
 #[cfg(feature = "dynamodb")]
 pub use cache::DynamoCache;
+pub use clients::https_client;
 #[cfg(all(feature = "s3", feature = "dynamodb", feature = "eventbridge"))]
 pub use clients::AwsClients;
 pub use clients::AwsConfig;

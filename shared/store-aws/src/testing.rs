@@ -22,6 +22,7 @@ pub fn sdk_config() -> SdkConfig {
     SdkConfig::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
+        .http_client(crate::https_client())
         .endpoint_url(moto_url())
         .credentials_provider(aws_sdk_s3::config::SharedCredentialsProvider::new(
             aws_sdk_s3::config::Credentials::new("testing", "testing", None, None, "moto"),
