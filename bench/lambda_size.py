@@ -17,6 +17,12 @@ missing from the template or the template names a function the workspace does no
     .venv/bin/python bench/lambda_size.py            # build, measure, print the table
     .venv/bin/python bench/lambda_size.py --no-build # measure what was built before
     .venv/bin/python bench/lambda_size.py --only fn-get,fn-list  # some functions only
+    .venv/bin/python bench/lambda_size.py --only fn-list --sending-floors  # and the floors that send
+
+`--sending-floors` also builds, for the HTTP floors with DynamoDB (and S3), a floor that sends
+one request per client on every event (`floor-http-dynamodb-sending`, ...): what a function
+that calls its clients at all cannot be smaller than, since a floor that only builds its
+clients links no request path. It prints each function against that floor too (zip only).
 
 Needs cargo-lambda and ziglang (tests/run.sh installs both into .venv) and the
 aarch64-unknown-linux-gnu Rust target (cargo-lambda adds it). A benchmark, not a test:
@@ -167,6 +173,8 @@ def main():
     ap.add_argument("--no-build", action="store_true", help="measure the binaries built before")
     ap.add_argument("--runs", type=int, default=15, help="init samples per binary (median)")
     ap.add_argument("--only", metavar="FN,...", help="measure these functions (and their floors) only")
+    ap.add_argument("--sending-floors", action="store_true",
+                    help="also build the floors that send one request per client, and compare")
     args = ap.parse_args()
 
     rows = []
@@ -180,12 +188,14 @@ def main():
         rows.append({"fn": fn, "floor": floor, "sdks": sdks,
                      "sdk_crates": sorted(c for c in crates if c.startswith("aws-sdk-"))})
     floors = sorted({r["floor"] for r in rows})
-    folders.update({f: ROOT / "bench" / "floors" for f in floors})
+    sending = {f: f + "-sending" for f in floors
+               if args.sending_floors and (ROOT / "bench" / "floors" / "src" / "bin" / f"{f}-sending.rs").exists()}
+    folders.update({f: ROOT / "bench" / "floors" for f in floors + list(sending.values())})
     binaries = [r["fn"] for r in rows] + floors
     if not args.no_build:
-        build({b: folders[b] for b in binaries})
+        build({b: folders[b] for b in binaries + list(sending.values())})
 
-    size = {b: (ARM_DIR / b / "bootstrap.zip").stat().st_size for b in binaries}
+    size = {b: (ARM_DIR / b / "bootstrap.zip").stat().st_size for b in binaries + list(sending.values())}
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Runtime)
     server.daemon_threads = True
@@ -216,6 +226,17 @@ def main():
     print(f"\ntargets: zip ≤ {ZIP_RATIO}× floor, init ≤ {INIT_RATIO}× floor, "
           f"S3+DynamoDB ≤ {CAP_S3_DYNAMODB / 1e6} MB, DynamoDB-only ≤ {CAP_DYNAMODB / 1e6} MB; "
           f"{'all met' if ok else 'some missed'}")
+    if sending:
+        print("\n| floor | zip | the same floor sending one request per client | its zip | ratio |")
+        print("|---|---:|---|---:|---:|")
+        for fl, fs in sorted(sending.items()):
+            print(f"| {fl} | {size[fl] / 1e6:.2f} MB | {fs} | {size[fs] / 1e6:.2f} MB | {size[fs] / size[fl]:.2f} |")
+        print("\n| function | arm64 zip | floor that sends | its zip | zip ratio |")
+        print("|---|---:|---|---:|---:|")
+        for r in rows:
+            f, fs = r["fn"], sending.get(r["floor"])
+            if fs:
+                print(f"| {f} | {size[f] / 1e6:.2f} MB | {fs} | {size[fs] / 1e6:.2f} MB | {size[f] / size[fs]:.2f} |")
     print(json.dumps({"zipBytes": size, "initMsMedian": init}), file=sys.stderr)
 
 

@@ -127,6 +127,21 @@ fn each_function_carries_only_the_sdks_its_role_may_call() {
     assert!(!tree("fn-delete").contains("aws-sdk-s3"));
 }
 
+/// One TLS stack: every AWS client sends through `workspace_store_aws::https_client`
+/// (rustls with ring). The SDK's default HTTPS client would bring aws-lc as well, about
+/// 160 KB of every zip (docs/performance.md).
+#[test]
+fn no_function_links_the_sdks_default_tls_stack() {
+    for function in granted().keys() {
+        let crates = tree(function);
+        let lc: Vec<&String> = crates.iter().filter(|c| c.starts_with("aws-lc")).collect();
+        assert!(lc.is_empty(), "{function} depends on {lc:?}");
+        if crates.contains("aws-smithy-http-client") {
+            assert!(crates.contains("ring"), "{function} sends without ring");
+        }
+    }
+}
+
 /// The console's function serves compiled-in assets on public routes: no grant, and no AWS
 /// SDK at all, not even the credential providers (`aws-sdk-sts`) aws-config brings, nor
 /// the settings and adapters (`workspace-lambda` without its `aws` feature).

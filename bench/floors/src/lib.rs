@@ -45,3 +45,27 @@ pub async fn serve_events<C: Send + Sync + 'static>(clients: C) -> Result<(), Er
     ))
     .await
 }
+
+/// The table and bucket a sending floor reads from (whether they exist does not matter: the
+/// answer is 200 either way, the request path is linked all the same).
+pub const NAME: &str = "floor";
+
+/// Serves HTTP API events with 200 after `call` (one SDK request per client), for the
+/// floors that send: a function that calls a client links the SDK's request path (the
+/// runtime's orchestrator, the HTTPS client, signing, one operation's serializers), which
+/// a floor that only builds the client never does.
+pub async fn serve_http_sending<F, Fut>(call: F) -> Result<(), Error>
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let call = &call;
+    lambda_http::run(service_fn(move |_: Request| async move {
+        call().await;
+        Response::builder()
+            .status(200)
+            .body(Body::Empty)
+            .map_err(Error::from)
+    }))
+    .await
+}
