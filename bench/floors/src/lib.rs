@@ -50,6 +50,17 @@ pub async fn serve_events<C: Send + Sync + 'static>(clients: C) -> Result<(), Er
 /// answer is 200 either way, the request path is linked all the same).
 pub const NAME: &str = "floor";
 
+/// One GetItem on the floor's table, its answer dropped: a sending floor's DynamoDB request.
+pub async fn get_item(dynamodb: &aws_sdk_dynamodb::Client) {
+    let key = aws_sdk_dynamodb::types::AttributeValue::S(NAME.to_owned());
+    let _ = dynamodb
+        .get_item()
+        .table_name(NAME)
+        .key("pk", key)
+        .send()
+        .await;
+}
+
 /// Serves HTTP API events with 200 after `call` (one SDK request per client), for the
 /// floors that send: a function that calls a client links the SDK's request path (the
 /// runtime's orchestrator, the HTTPS client, signing, one operation's serializers), which

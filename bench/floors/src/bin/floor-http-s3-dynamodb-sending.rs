@@ -1,8 +1,6 @@
 //! Floor that sends: http with s3 dynamodb, one GetItem and one GetObject per request (see
 //! the crate docs).
 
-use aws_sdk_dynamodb::types::AttributeValue;
-
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     let conf = lambda_floors::config().await;
@@ -11,13 +9,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     lambda_floors::serve_http_sending(move || {
         let (s3, dynamodb) = (s3.clone(), dynamodb.clone());
         async move {
-            let key = AttributeValue::S(lambda_floors::NAME.to_owned());
-            let _ = dynamodb
-                .get_item()
-                .table_name(lambda_floors::NAME)
-                .key("pk", key)
-                .send()
-                .await;
+            lambda_floors::get_item(&dynamodb).await;
             let _ = s3
                 .get_object()
                 .bucket(lambda_floors::NAME)
