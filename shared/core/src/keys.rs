@@ -50,6 +50,12 @@ impl ManagedKey {
     pub fn paths(&self) -> Result<PathScope> {
         PathScope::new(self.allow_paths.clone(), self.read_paths.clone())
     }
+
+    /// The claim that carries the key's paths to a route function (`None`: the whole
+    /// workspace), checked for its form but not compiled (see [`crate::path_scope::claim_of`]).
+    pub fn path_claim(&self) -> Result<Option<String>> {
+        crate::path_scope::claim_of(&self.allow_paths, &self.read_paths)
+    }
 }
 
 /// A fresh key and its id.

@@ -51,9 +51,11 @@ pub async fn authorize<K: KeyStore + ?Sized>(
     if key.admin {
         scopes.push("workspace:admin");
     }
-    // A key whose path globs no longer parse is refused, never widened to every path.
-    let Ok(paths) = key.paths() else {
-        tracing::error!(key = %key.id, "stored path globs do not parse");
+    // The key's globs go on as they are stored; the route function compiles them and
+    // refuses one that does not compile. A glob that could not even be carried in the claim
+    // is refused here, never widened to every path.
+    let Ok(paths) = key.path_claim() else {
+        tracing::error!(key = %key.id, "stored path globs are malformed");
         return deny();
     };
     let mut context = Map::new();
@@ -67,8 +69,8 @@ pub async fn authorize<K: KeyStore + ?Sized>(
     }
     context.insert(names.principal.clone(), Value::from(key.principal.clone()));
     context.insert(names.scopes.clone(), Value::from(scopes.join(" ")));
-    if !paths.is_whole() {
-        context.insert(names.paths.clone(), Value::from(paths.to_claim()));
+    if let Some(paths) = paths {
+        context.insert(names.paths.clone(), Value::from(paths));
     }
     json!({ "isAuthorized": true, "context": context })
 }

@@ -256,3 +256,38 @@ async fn path_scoped_keys_reach_only_their_paths_through_the_authorizer_and_jwt_
         assert_eq!(put("memory/c.md", claims.clone()).await, 401, "{bad:?}");
     }
 }
+
+/// A stored key's globs reach the route function as they are stored: one that does not
+/// compile is refused there (401, our envelope), and one the claim could not carry is
+/// refused by the authorizer. Neither is ever widened to the whole workspace.
+#[tokio::test]
+async fn a_stored_key_whose_globs_are_broken_is_refused_never_widened() {
+    let env = testing::fresh(None).await;
+    let store = DynamoKeys::new(env.clients.dynamodb.clone(), &env.table);
+
+    // Well formed, not a glob (an unclosed class): the authorizer does not compile it.
+    let (key, _) = store_scoped_key(&store, "acme", Some("main"), true, &["memory/[ab"], &[]).await;
+    let context = authorize_now(&store, &key, None).await;
+    assert_eq!(context["workspace_paths"], "allow:memory/[ab", "{context}");
+    let dir = tempfile::tempdir().unwrap();
+    let app = common::app_of(&["put"], dir.path());
+    let req = put_event("memory/a.md", json!({ "lambda": context }));
+    let resp = workspace_lambda::handle(&app, req).await.unwrap();
+    assert_eq!(resp.status(), 401);
+    let body: Value = serde_json::from_slice(resp.body().as_ref()).unwrap();
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(message.contains("is not a glob"), "{body}");
+
+    // A glob with a space would add an entry to the claim (`read:**`): denied outright.
+    let (key, _) = store_scoped_key(
+        &store,
+        "acme",
+        Some("main"),
+        true,
+        &["memory/** read:**"],
+        &[],
+    )
+    .await;
+    let answer = authorize(&store, &names(), &request(&key, None)).await;
+    assert_eq!(answer, json!({ "isAuthorized": false }));
+}
