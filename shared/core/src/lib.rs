@@ -9,6 +9,7 @@ pub mod changes;
 pub mod error;
 pub mod events;
 pub mod forks;
+pub mod globs;
 pub mod keys;
 pub mod limits;
 pub mod memory;

@@ -4,14 +4,14 @@
 //! against the caller's scope, and filters every listing, snapshot, change log, history and
 //! event stream by it, so a scoped key never learns that a path outside it exists.
 //!
-//! Globs are `globset` globs matched against the whole path with `*` never crossing a `/`
+//! Globs are `globset` globs (see `crate::globs`) matched against the whole path with `*` never crossing a `/`
 //! (`memory/*` is `memory/a`, not `memory/a/b`; `memory/**` is everything under `memory/`).
 //! Paths cannot contain glob metacharacters (see `crate::path`), so a path always matches
 //! itself literally.
 
 use crate::error::{Result, WorkspaceError};
+use crate::globs::{GlobSyntax, Globs};
 use crate::path::FilePath;
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use std::fmt;
 use std::sync::Arc;
 
@@ -22,13 +22,13 @@ pub const MAX_GLOB_LEN: usize = 256;
 
 /// Which paths a credential reaches (see the module docs). Cheap to clone.
 #[derive(Clone, Default)]
-pub struct PathScope(Option<Arc<Globs>>);
+pub struct PathScope(Option<Arc<Scoped>>);
 
-struct Globs {
+struct Scoped {
     allow: Vec<String>,
     read: Vec<String>,
-    writable: GlobSet,
-    readable: GlobSet,
+    writable: Globs,
+    readable: Globs,
 }
 
 fn bad(glob: &str, why: impl fmt::Display) -> WorkspaceError {
@@ -74,19 +74,12 @@ fn check_count(allow: &[String], read: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn set_of(globs: &[&String]) -> Result<GlobSet> {
-    let mut b = GlobSetBuilder::new();
+fn set_of(globs: &[&String]) -> Result<Globs> {
     for g in globs {
         check_form(g)?;
-        let glob = GlobBuilder::new(g)
-            .literal_separator(true)
-            .backslash_escape(false)
-            .build()
-            .map_err(|e| bad(g, format_args!("is not a glob: {e}")))?;
-        b.add(glob);
     }
-    b.build()
-        .map_err(|e| WorkspaceError::validation(e.to_string()))
+    Globs::new(globs.iter().map(|g| g.as_str()), GlobSyntax::PATHS)
+        .map_err(|e| bad(&e.glob, format_args!("is not a glob: {}", e.reason)))
 }
 
 /// The claim form of `allow` and `read` (see [`PathScope::to_claim`]).
@@ -131,7 +124,7 @@ impl PathScope {
         check_count(&allow, &read)?;
         let writable = set_of(&allow.iter().collect::<Vec<_>>())?;
         let readable = set_of(&allow.iter().chain(&read).collect::<Vec<_>>())?;
-        Ok(Self(Some(Arc::new(Globs {
+        Ok(Self(Some(Arc::new(Scoped {
             allow,
             read,
             writable,

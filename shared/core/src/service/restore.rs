@@ -11,10 +11,10 @@
 //! that file is planned again.
 
 use super::*;
+use crate::globs::{GlobSyntax, Globs};
 use crate::model::SnapshotFile;
 use crate::path_scope::PathScope;
 use crate::ports::StoredRecord;
-use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -51,7 +51,7 @@ pub struct RestoreReport {
     pub unchanged: Vec<String>,
 }
 
-fn matcher(globs: &[String]) -> Result<Option<GlobSet>> {
+fn matcher(globs: &[String]) -> Result<Option<Globs>> {
     if globs.is_empty() {
         return Ok(None);
     }
@@ -60,19 +60,18 @@ fn matcher(globs: &[String]) -> Result<Option<GlobSet>> {
             "at most {MAX_RESTORE_GLOBS} globs in paths"
         )));
     }
-    let mut b = GlobSetBuilder::new();
-    for g in globs {
-        let glob = Glob::new(g).map_err(|e| {
-            WorkspaceError::validation(format!("paths: '{}' is not a glob: {e}", g.escape_debug()))
-        })?;
-        b.add(glob);
-    }
-    b.build()
+    Globs::new(globs.iter().map(String::as_str), GlobSyntax::DEFAULT)
         .map(Some)
-        .map_err(|e| WorkspaceError::validation(format!("paths: {e}")))
+        .map_err(|e| {
+            WorkspaceError::validation(format!(
+                "paths: '{}' is not a glob: {}",
+                e.glob.escape_debug(),
+                e.reason
+            ))
+        })
 }
 
-fn matches(set: &Option<GlobSet>, path: &str) -> bool {
+fn matches(set: &Option<Globs>, path: &str) -> bool {
     set.as_ref().is_none_or(|s| s.is_match(path))
 }
 

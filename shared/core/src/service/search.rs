@@ -132,7 +132,7 @@ struct Plan {
     /// Exact mode: the literal.
     needle: String,
     prefix: String,
-    glob: Option<globset::GlobMatcher>,
+    glob: Option<crate::globs::Globs>,
     limit: usize,
     offset: usize,
     /// Bytes of text the search may scan.
@@ -169,17 +169,13 @@ impl Plan {
             .glob
             .as_deref()
             .map(|g| {
-                globset::GlobBuilder::new(g)
-                    .literal_separator(true)
-                    .backslash_escape(false)
-                    .build()
-                    .map(|g| g.compile_matcher())
-                    .map_err(|e| {
-                        bad(format!(
-                            "glob '{}' is not a valid glob: {e}",
-                            g.escape_debug()
-                        ))
-                    })
+                crate::globs::Globs::new([g], crate::globs::GlobSyntax::PATHS).map_err(|e| {
+                    bad(format!(
+                        "glob '{}' is not a valid glob: {}",
+                        g.escape_debug(),
+                        e.reason
+                    ))
+                })
             })
             .transpose()?;
         let mut plan = Plan {

@@ -4,8 +4,8 @@ use super::args::{self, Args};
 use super::{fail, from_domain, require_read, target, Outcome, ToolOutput, Workspace};
 use crate::paths::{pattern_escapes, Target, ACCESS_DENIED};
 use crate::tree::{self, is_marker};
-use globset::{GlobBuilder, GlobMatcher};
 use std::collections::BTreeSet;
+use workspace_core::globs::{GlobSyntax, Globs};
 use workspace_core::FileMeta;
 
 const DEFAULT_MAX_RESULTS: u64 = 100;
@@ -13,20 +13,17 @@ const DEFAULT_MAX_RESULTS: u64 = 100;
 const MAX_LINE_CHARS: usize = 400;
 
 /// A glob over paths relative to the searched directory: `*` and `?` stay within a
-/// segment, `**` crosses them (globset, the matcher ripgrep uses).
-fn glob(pattern: &str) -> Result<GlobMatcher, ToolOutput> {
+/// segment, `**` crosses them (globset's syntax, the one ripgrep uses; see
+/// `workspace_core::globs`).
+fn glob(pattern: &str) -> Result<Globs, ToolOutput> {
     if pattern_escapes(pattern) {
         return Err(ToolOutput::error(ACCESS_DENIED));
     }
     if pattern.is_empty() {
         return Err(fail("Invalid pattern: it must not be empty"));
     }
-    GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .backslash_escape(false)
-        .build()
-        .map(|g| g.compile_matcher())
-        .map_err(|e| fail(format!("Invalid pattern '{pattern}': {e}")))
+    Globs::new([pattern], GlobSyntax::PATHS)
+        .map_err(|e| fail(format!("Invalid pattern '{pattern}': {}", e.reason)))
 }
 
 fn max_results(a: &Args) -> Result<usize, ToolOutput> {
