@@ -44,7 +44,8 @@ pub struct GlobError {
 /// A set of globs; a path matches the set when it matches any of them.
 #[derive(Clone, Debug)]
 pub struct Globs {
-    any: Regex,
+    /// Each glob's literal start and its expression.
+    each: Vec<(String, Regex)>,
 }
 
 impl Globs {
@@ -52,34 +53,42 @@ impl Globs {
         globs: impl IntoIterator<Item = &'a str>,
         syntax: GlobSyntax,
     ) -> Result<Self, GlobError> {
-        let mut alternatives = Vec::new();
+        let mut each = Vec::new();
         for g in globs {
+            let refuse = |reason: String| GlobError {
+                glob: g.to_owned(),
+                reason,
+            };
             let glob = GlobBuilder::new(g)
                 .literal_separator(syntax.literal_separator)
                 .backslash_escape(syntax.backslash_escape)
                 .build()
-                .map_err(|e| GlobError {
-                    glob: g.to_owned(),
-                    reason: e.kind().to_string(),
-                })?;
-            alternatives.push(format!("(?:{})", glob.regex()));
+                .map_err(|e| refuse(e.kind().to_string()))?;
+            let re = Regex::new(glob.regex())
+                .map_err(|e| refuse(format!("too complex to match ({e})")))?;
+            each.push((literal_start(g).to_owned(), re));
         }
-        // No glob matches nothing (an empty alternation would match the empty path).
-        let pattern = if alternatives.is_empty() {
-            "[^\\s\\S]".to_owned()
-        } else {
-            alternatives.join("|")
-        };
-        let any = Regex::new(&pattern).map_err(|e| GlobError {
-            glob: pattern.chars().take(80).collect(),
-            reason: format!("the globs together are too complex ({e})"),
-        })?;
-        Ok(Self { any })
+        Ok(Self { each })
     }
 
+    /// Whether `path` matches any glob. A glob's expression runs only on a path that begins
+    /// with the glob's literal start (regex-lite has no literal prefilter of its own, and a
+    /// key's globs mostly name different folders: 32 of them cost about what one does).
     pub fn is_match(&self, path: &str) -> bool {
-        self.any.is_match(path)
+        self.each
+            .iter()
+            .any(|(start, re)| path.starts_with(start.as_str()) && re.is_match(path))
     }
+}
+
+/// The characters a glob begins with that can only match themselves: everything before its
+/// first character with a meaning in either syntax (a shorter start than possible is safe,
+/// it only filters less).
+fn literal_start(glob: &str) -> &str {
+    let end = glob
+        .find(|c: char| "*?[]{},!\\".contains(c))
+        .unwrap_or(glob.len());
+    &glob[..end]
 }
 
 #[cfg(test)]
@@ -116,6 +125,14 @@ mod tests {
         ] {
             assert!(!g.is_match(no), "{no}");
         }
+    }
+
+    #[test]
+    fn a_literal_start_ends_at_the_first_special_character() {
+        assert_eq!(literal_start("memory/notes/*.md"), "memory/notes/");
+        assert_eq!(literal_start("**/x"), "");
+        assert_eq!(literal_start("a\\*b"), "a");
+        assert_eq!(literal_start("plain/path"), "plain/path");
     }
 
     #[test]
