@@ -4,8 +4,9 @@
 //! against the caller's scope, and filters every listing, snapshot, change log, history and
 //! event stream by it, so a scoped key never learns that a path outside it exists.
 //!
-//! Globs are `globset` globs (see `crate::globs`) matched against the whole path with `*` never crossing a `/`
-//! (`memory/*` is `memory/a`, not `memory/a/b`; `memory/**` is everything under `memory/`).
+//! Globs are `globset` globs (matched by `crate::globs`) against the whole path, with `*`
+//! never crossing a `/` (`memory/*` is `memory/a`, not `memory/a/b`; `memory/**` is
+//! everything under `memory/`).
 //! Paths cannot contain glob metacharacters (see `crate::path`), so a path always matches
 //! itself literally.
 

@@ -1,7 +1,8 @@
 //! `workspace_core::globs` against globset's own matcher: on random globs over the path
-//! alphabet (literals, `*`, `**`, `?`, classes, alternations) and random paths, both syntaxes,
-//! a path matches our set exactly when it matches globset's `GlobSet` of the same globs. A key's
-//! scope, a rollback's selection and a search filter mean what globset says they mean.
+//! alphabet (literals, `*`, `**`, `?`, classes, alternations, escapes) and random paths, in
+//! both syntaxes, a path matches our set exactly when it matches globset's `GlobSet` of the
+//! same globs. A key's scope, a rollback's selection and a search filter mean what globset
+//! says they mean.
 
 use globset::{GlobBuilder, GlobSetBuilder};
 use proptest::prelude::*;
@@ -10,7 +11,7 @@ use workspace_core::globs::{GlobSyntax, Globs};
 fn piece() -> impl Strategy<Value = &'static str> {
     prop::sample::select(vec![
         "a", "b", "ab", ".", "-", "_", "1", "/", "*", "**", "?", "[ab]", "[!a]", "[a-c]", "{a,b}",
-        "{a,b/c}", "{,x}", "/**/", "**/", "/**", "[", "{", "]", "}", ",", "!",
+        "{a,b/c}", "{,x}", "/**/", "**/", "/**", "[", "{", "]", "}", ",", "!", "\\", "\\*", "\\a",
     ])
 }
 
