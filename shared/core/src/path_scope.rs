@@ -28,8 +28,10 @@ pub struct PathScope(Option<Arc<Scoped>>);
 struct Scoped {
     allow: Vec<String>,
     read: Vec<String>,
+    /// The `allow` globs: read and write.
     writable: Globs,
-    readable: Globs,
+    /// The `read` globs: read only (a path is readable if either set matches it).
+    read_only: Globs,
 }
 
 fn bad(glob: &str, why: impl fmt::Display) -> WorkspaceError {
@@ -75,11 +77,11 @@ fn check_count(allow: &[String], read: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn set_of(globs: &[&String]) -> Result<Globs> {
+fn set_of(globs: &[String]) -> Result<Globs> {
     for g in globs {
         check_form(g)?;
     }
-    Globs::new(globs.iter().map(|g| g.as_str()), GlobSyntax::PATHS)
+    Globs::new(globs.iter().map(String::as_str), GlobSyntax::PATHS)
         .map_err(|e| bad(&e.glob, format_args!("is not a glob: {}", e.reason)))
 }
 
@@ -123,13 +125,13 @@ impl PathScope {
             return Ok(Self::whole());
         }
         check_count(&allow, &read)?;
-        let writable = set_of(&allow.iter().collect::<Vec<_>>())?;
-        let readable = set_of(&allow.iter().chain(&read).collect::<Vec<_>>())?;
+        let writable = set_of(&allow)?;
+        let read_only = set_of(&read)?;
         Ok(Self(Some(Arc::new(Scoped {
             allow,
             read,
             writable,
-            readable,
+            read_only,
         }))))
     }
 
@@ -139,7 +141,9 @@ impl PathScope {
     }
 
     pub fn can_read(&self, path: &str) -> bool {
-        self.0.as_ref().is_none_or(|g| g.readable.is_match(path))
+        self.0
+            .as_ref()
+            .is_none_or(|g| g.writable.is_match(path) || g.read_only.is_match(path))
     }
 
     pub fn can_write(&self, path: &str) -> bool {
