@@ -20,7 +20,7 @@
 //! - A route under the JWT authorizer gets `requestContext.authorizer.jwt.claims` (every
 //!   claim as a string) and `scopes` (null: no route declares authorization scopes). A
 //!   request to such a route without a valid token never reaches the function: the gateway
-//!   answers `401 {"message":"Unauthorized"}` itself. Routes with `Auth.Authorizer: NONE`
+//!   answers `401 {"message":"Unauthorized"}` itself. Routes the API's body does not secure
 //!   carry no `authorizer` at all.
 //! - The body is base64 (`isBase64Encoded: true`) unless the content type is text-like
 //!   (`text/*`, `application/json`, `application/xml`, `*+json`, `*+xml`) and the bytes are
@@ -124,7 +124,7 @@ pub struct Route {
     pub function: String,
     /// That function's binary (`Metadata.BuildProperties.Binary`, e.g. `fn-get`).
     pub binary: String,
-    /// Under the API's (JWT) authorizer, i.e. not `Auth.Authorizer: NONE`.
+    /// Under the API's authorizer: its (path, method) is secured in the body of WorkspaceApi.
     pub authorized: bool,
 }
 
@@ -168,6 +168,30 @@ impl Gateway {
         let doc = YamlLoader::load_from_str(&text)
             .expect("template.yaml parses")
             .remove(0);
+        // Which routes need a credential is declared in the HTTP API's OpenAPI body (every
+        // authenticated route names the one security scheme), not on the events: see the
+        // comment on WorkspaceApi in template.yaml.
+        let body = &doc["Resources"]["WorkspaceApi"]["Properties"]["DefinitionBody"]["paths"];
+        let mut secured: Vec<(String, String)> = Vec::new();
+        for (path, ops) in body
+            .as_hash()
+            .expect("WorkspaceApi's DefinitionBody has paths")
+        {
+            for (method, op) in ops.as_hash().expect("methods of a path") {
+                let schemes: Vec<&str> = op["security"]
+                    .as_vec()
+                    .expect("a body operation declares its security")
+                    .iter()
+                    .flat_map(|s| s.as_hash().expect("a security requirement").keys())
+                    .map(|k| k.as_str().expect("a scheme name"))
+                    .collect();
+                assert_eq!(schemes, ["WorkspaceAuthorizer"], "{path:?} {method:?}");
+                secured.push((
+                    path.as_str().expect("a path").to_owned(),
+                    method.as_str().expect("a method").to_uppercase(),
+                ));
+            }
+        }
         let mut routes = Vec::new();
         for (id, res) in doc["Resources"].as_hash().expect("Resources") {
             if res["Type"].as_str() != Some("AWS::Serverless::Function") {
@@ -194,6 +218,7 @@ impl Gateway {
                 } else {
                     method
                 };
+                let authorized = secured.contains(&(path.to_owned(), method.clone()));
                 routes.push(Route {
                     method,
                     path: path.to_owned(),
@@ -202,9 +227,17 @@ impl Gateway {
                         .as_str()
                         .expect("Metadata.BuildProperties.Binary")
                         .to_owned(),
-                    authorized: p["Auth"]["Authorizer"].as_str() != Some("NONE"),
+                    authorized,
                 });
             }
+        }
+        for (path, method) in &secured {
+            assert!(
+                routes
+                    .iter()
+                    .any(|r| &r.path == path && &r.method == method),
+                "WorkspaceApi's body secures {method} {path}, which no function's event serves"
+            );
         }
         Self { routes }
     }

@@ -108,7 +108,8 @@ const FORK: &str = "/v1/host/workspace/forks/{id}";
 impl RouteSpec {
     /// Whether the route answers without a credential (health, discovery, the OpenAPI
     /// document, the console); every other route authenticates before its body is read.
-    /// template.yaml gives exactly these `Authorizer: NONE` (a test holds the two equal).
+    /// template.yaml's HTTP API secures every other route in its OpenAPI body (a test
+    /// holds the two equal).
     pub fn public(&self) -> bool {
         self.needs == Needs::Nothing
     }
