@@ -12,6 +12,16 @@ stream record it ever kept) once per *item* of the transaction, to roll back on 
 100-item transaction on a table a long test has filled copied it 100 times, and the
 emulator grew past 10 GB. `_one_copy_per_table` makes it copy each table once per
 transaction, which is all the rollback needs; behaviour is otherwise moto's own.
+
+IAM: `tests/iam/moto_plugin.py` is installed, so requests signed with credentials from moto's
+STS `AssumeRole` are authorized as AWS documents it (tests/iam/README.md); every other
+request (the suite's dummy credentials) is served as before. Decision log: WORKSPACE_IAM_LOG.
+
+Stdout: the first line is the plain-HTTP port. In the default mode the same app (same
+in-memory backends) is also served over HTTPS, so `aws:SecureTransport` can be true, with a
+fresh self-signed certificate for 127.0.0.1 in $WORKSPACE_MOTO_TLS_DIR (default
+target/moto-tls: cert.pem, key.pem); the second line is the HTTPS port. One lock around the
+app keeps the two listeners to one request at a time between them.
 """
 
 import copy
@@ -20,6 +30,7 @@ import functools
 import ipaddress
 import os
 import sys
+import threading
 
 from werkzeug.serving import make_server
 
@@ -99,23 +110,59 @@ def _self_signed(folder: str) -> tuple[str, str]:
     return cert_path, key_path
 
 
+def _one_at_a_time(app):  # type: ignore[no-untyped-def]
+    """The WSGI app behind a lock, its response read inside it: two listeners (HTTP and
+    HTTPS) each on their own thread still reach moto one request at a time."""
+    lock = threading.Lock()
+
+    def serialized(environ, start_response):  # type: ignore[no-untyped-def]
+        with lock:
+            result = app(environ, start_response)
+            try:
+                return [b"".join(result)]
+            finally:
+                if hasattr(result, "close"):
+                    result.close()
+
+    return serialized
+
+
+def _install_iam_plugin() -> None:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "iam"))
+    import moto_plugin
+
+    moto_plugin.install()
+
+
 def main() -> None:
-    """`--tls FOLDER`: serve HTTPS with a fresh self-signed certificate (FOLDER/cert.pem),
-    for the test that the AWS clients speak TLS and check the certificate."""
+    """`--tls FOLDER`: serve HTTPS only, with a fresh self-signed certificate
+    (FOLDER/cert.pem), for the test that the AWS clients speak TLS and check the certificate.
+    Default: HTTP (first stdout line) and HTTPS (second line) over the same backends."""
     _one_copy_per_table()
-    ssl_context = None
+    _install_iam_plugin()
+    app = _one_at_a_time(DomainDispatcherApplication(create_backend_app))
+
+    def serve(ssl_context):  # type: ignore[no-untyped-def]
+        return make_server(
+            "127.0.0.1",
+            0,
+            app,
+            threaded=False,
+            request_handler=MotoRequestHandler,
+            ssl_context=ssl_context,
+        )
+
     if len(sys.argv) == 3 and sys.argv[1] == "--tls":
-        ssl_context = _self_signed(sys.argv[2])
-    app = DomainDispatcherApplication(create_backend_app)
-    server = make_server(
-        "127.0.0.1",
-        0,
-        app,
-        threaded=False,
-        request_handler=MotoRequestHandler,
-        ssl_context=ssl_context,
-    )
-    print(server.server_port, flush=True)
+        server = serve(_self_signed(sys.argv[2]))
+        print(server.server_port, flush=True)
+    else:
+        server = serve(None)
+        tls_dir = os.environ.get("WORKSPACE_MOTO_TLS_DIR", os.path.join("target", "moto-tls"))
+        os.makedirs(tls_dir, exist_ok=True)
+        tls_server = serve(_self_signed(tls_dir))
+        threading.Thread(target=tls_server.serve_forever, daemon=True).start()
+        print(server.server_port, flush=True)
+        print(tls_server.server_port, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

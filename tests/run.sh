@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Runs every test of the project: formatting, the SAM template lint, clippy, and the whole
-# cargo test suite (unit tests, the contract suite against every adapter including the AWS
-# ones on a moto emulator started here, the local server as a real process on the embedded
-# store and on moto, every recorded event through each function's bootstrap under the
-# Runtime Interface Emulator from aws-sam-cli, and `sam build` of two functions for arm64).
-# Needs only what a fresh machine has (cargo, python3); it installs the rest under ./.venv.
+# Runs every test of the project: formatting, the SAM template lint, the deploy gates (the
+# SAM translator, cfn-lint of the translation, the stack in moto's CloudFormation), the IAM
+# evaluator's reference cases, clippy, the whole cargo test suite (unit tests, the contract
+# suite against every adapter including the AWS ones on a moto emulator started here, the
+# local server as a real process on the embedded store and on moto, every recorded event
+# and the API Gateway parity suite through each function's bootstrap under the Runtime
+# Interface Emulator from aws-sam-cli, each function with only its own role's credentials,
+# and `sam build` of two functions for arm64), the least-privilege gate on the IAM
+# decisions of that run, and `sam local invoke`/`start-api` in podman.
+# Needs only what a fresh machine has (cargo, python3); it installs the rest under ./.venv
+# (and, as root, Debian's podman for `sam local`).
 # Needs node and npm for the bench smoke (the MCP peer in bench/peer) and for axe-core in the
 # console's browser suite (tests/console, Playwright driving Debian's chromium, which this
 # installs with apt-get when it is missing).
@@ -43,23 +48,44 @@ echo "== sam validate --lint"
 SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}" \
   "$venv/bin/sam" validate --lint --template template.yaml
 
+# What `sam deploy` runs, without an account: the SAM translator (CloudFormation's
+# transform) for each parameter choice that changes the resources, cfn-lint on each
+# translation, and each translation created in the emulator's CloudFormation and compared
+# with what the template says (tests/deploy/README.md).
+echo "== deploy gates: SAM translator, cfn-lint of the translation, the stack in moto"
+AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}" "$venv/bin/python" tests/deploy/check.py
+
+echo "== IAM decisions as AWS makes them: the evaluator's reference cases"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/iam
+
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-echo "== starting the AWS emulator (moto) on a free loopback port"
+echo "== starting the AWS emulator (moto) on free loopback ports (HTTP and HTTPS)"
 mkdir -p target
 rm -f target/moto.port
-"$venv/bin/python" tests/moto_server.py > target/moto.port 2> target/moto.log &
+# Calls signed with a function role's credentials are decided by tests/iam (IAM as AWS
+# decides it) and logged here for the least-privilege gate after the tests.
+iam_log="$PWD/target/iam-decisions.jsonl"
+: > "$iam_log"
+moto_tls="$PWD/target/moto-tls-run"
+WORKSPACE_IAM_LOG="$iam_log" WORKSPACE_MOTO_TLS_DIR="$moto_tls" \
+  "$venv/bin/python" tests/moto_server.py > target/moto.port 2> target/moto.log &
 moto_pid=$!
 trap 'kill "$moto_pid" 2>/dev/null || true; wait "$moto_pid" 2>/dev/null || true' EXIT
 for _ in $(seq 1 300); do
-  port=$(head -n 1 target/moto.port 2>/dev/null || true)
-  [ -n "$port" ] && break
+  tls_port=$(sed -n 2p target/moto.port 2>/dev/null || true)
+  [ -n "$tls_port" ] && break
   kill -0 "$moto_pid" 2>/dev/null || { cat target/moto.log; echo "moto did not start"; exit 1; }
   sleep 0.1
 done
-[ -n "$port" ] || { echo "moto did not report its port"; exit 1; }
+[ -n "$tls_port" ] || { echo "moto did not report its ports"; exit 1; }
+port=$(sed -n 1p target/moto.port)
 export WORKSPACE_TEST_MOTO_URL="http://127.0.0.1:$port"
+# The functions reach the emulator over TLS, trusting its certificate (the stack's bucket
+# policies deny S3 calls without TLS, as on AWS).
+export WORKSPACE_TEST_MOTO_HTTPS_URL="https://127.0.0.1:$tls_port"
+export WORKSPACE_TEST_MOTO_CA_FILE="$moto_tls/cert.pem"
 # SAM CLI, cargo-lambda and zig (for `sam build` in the function tests) live in the venv.
 export PATH="$PWD/$venv/bin:$PATH"
 # `sam build` makes arm64 functions (template.yaml); cargo needs that target's standard library.
@@ -75,3 +101,13 @@ echo "== bench smoke"
 
 echo "== cargo test"
 cargo test --workspace --locked
+
+# Every recorded event and the API Gateway parity suite ran each function under the role
+# its stack created: no call may have been denied, and each granted action must be needed.
+echo "== least privilege: every call allowed, every granted action needed by a call"
+"$venv/bin/python" tests/iam/least_privilege.py --log "$iam_log"
+
+# `sam local invoke` and `sam local start-api` in a container engine (Docker, else podman
+# as root, installed here), on this run's moto.
+echo "== sam local invoke and start-api"
+bash tests/sam_local/run.sh

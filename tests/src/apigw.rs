@@ -138,7 +138,8 @@ impl Route {
     }
 }
 
-/// The HTTP API's routes, from template.yaml's `HttpApi` events.
+/// The HTTP API's routes, from template.yaml: the OpenAPI body of `WorkspaceApi`
+/// (authenticated routes) and the functions' `HttpApi` events (public ones).
 #[derive(Debug, Clone)]
 pub struct Gateway {
     pub routes: Vec<Route>,
@@ -168,16 +169,24 @@ impl Gateway {
         let doc = YamlLoader::load_from_str(&text)
             .expect("template.yaml parses")
             .remove(0);
-        // Which routes need a credential is declared in the HTTP API's OpenAPI body (every
-        // authenticated route names the one security scheme), not on the events: see the
-        // comment on WorkspaceApi in template.yaml.
+        let binary_of = |id: &str| {
+            doc["Resources"][id]["Metadata"]["BuildProperties"]["Binary"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{id}: Metadata.BuildProperties.Binary"))
+                .to_owned()
+        };
+        let mut routes = Vec::new();
+        // Authenticated routes: the HTTP API's OpenAPI body, each operation with its
+        // integration (the function) and the one security scheme (see the comment on
+        // WorkspaceApi in template.yaml).
         let body = &doc["Resources"]["WorkspaceApi"]["Properties"]["DefinitionBody"]["paths"];
-        let mut secured: Vec<(String, String)> = Vec::new();
         for (path, ops) in body
             .as_hash()
             .expect("WorkspaceApi's DefinitionBody has paths")
         {
+            let path = path.as_str().expect("a path");
             for (method, op) in ops.as_hash().expect("methods of a path") {
+                let method = method.as_str().expect("a method").to_uppercase();
                 let schemes: Vec<&str> = op["security"]
                     .as_vec()
                     .expect("a body operation declares its security")
@@ -185,14 +194,33 @@ impl Gateway {
                     .flat_map(|s| s.as_hash().expect("a security requirement").keys())
                     .map(|k| k.as_str().expect("a scheme name"))
                     .collect();
-                assert_eq!(schemes, ["WorkspaceAuthorizer"], "{path:?} {method:?}");
-                secured.push((
-                    path.as_str().expect("a path").to_owned(),
-                    method.as_str().expect("a method").to_uppercase(),
-                ));
+                assert_eq!(schemes, ["WorkspaceAuthorizer"], "{method} {path}");
+                let integration = &op["x-amazon-apigateway-integration"];
+                assert_eq!(
+                    (
+                        integration["type"].as_str(),
+                        integration["payloadFormatVersion"].as_str()
+                    ),
+                    (Some("aws_proxy"), Some("2.0")),
+                    "{method} {path}: a Lambda proxy integration, payload 2.0"
+                );
+                // `arn:…:functions/${GetFunction.Arn}/invocations` names the function.
+                let uri = integration["uri"].as_str().expect("the integration's uri");
+                let function = uri
+                    .split("/functions/${")
+                    .nth(1)
+                    .and_then(|rest| rest.split(".Arn}").next())
+                    .unwrap_or_else(|| panic!("{method} {path}: no function in {uri}"));
+                routes.push(Route {
+                    method,
+                    path: path.to_owned(),
+                    function: function.to_owned(),
+                    binary: binary_of(function),
+                    authorized: true,
+                });
             }
         }
-        let mut routes = Vec::new();
+        // Public routes: function events (no security).
         for (id, res) in doc["Resources"].as_hash().expect("Resources") {
             if res["Type"].as_str() != Some("AWS::Serverless::Function") {
                 continue;
@@ -218,26 +246,19 @@ impl Gateway {
                 } else {
                     method
                 };
-                let authorized = secured.contains(&(path.to_owned(), method.clone()));
+                assert!(
+                    !routes.iter().any(|r| r.path == path && r.method == method),
+                    "{method} {path} is both a body route and a function event"
+                );
+                let id = id.as_str().expect("logical id");
                 routes.push(Route {
                     method,
                     path: path.to_owned(),
-                    function: id.as_str().expect("logical id").to_owned(),
-                    binary: res["Metadata"]["BuildProperties"]["Binary"]
-                        .as_str()
-                        .expect("Metadata.BuildProperties.Binary")
-                        .to_owned(),
-                    authorized,
+                    function: id.to_owned(),
+                    binary: binary_of(id),
+                    authorized: false,
                 });
             }
-        }
-        for (path, method) in &secured {
-            assert!(
-                routes
-                    .iter()
-                    .any(|r| &r.path == path && &r.method == method),
-                "WorkspaceApi's body secures {method} {path}, which no function's event serves"
-            );
         }
         Self { routes }
     }

@@ -32,6 +32,18 @@ pub struct Sam {
     pub rie: PathBuf,
     /// Logical id → (BuildProperties.Binary, environment).
     pub functions: HashMap<String, (String, HashMap<String, String>)>,
+    /// Logical id → what Lambda adds to SAM's environment: the credentials of the
+    /// function's own execution role ([`MotoStack::roles`]; see [`Sam::under_roles`]).
+    pub roles: HashMap<String, Vec<(String, String)>>,
+}
+
+impl Sam {
+    /// Each function runs with the credentials of its own role, as on Lambda; a function
+    /// without a role in `roles` cannot be started.
+    pub fn under_roles(mut self, roles: HashMap<String, Vec<(String, String)>>) -> Self {
+        self.roles = roles;
+        self
+    }
 }
 
 /// `events/env.json` as committed, its `Parameters` changed by `overrides` (the emulator's
@@ -56,34 +68,115 @@ pub fn env_json_with(tag: &str, overrides: &[(&str, String)]) -> PathBuf {
     path
 }
 
-/// Fresh moto resources for the functions, and `events/env.json` pointed at them.
+/// The stack the functions run in: template.yaml, translated by the SAM translator and
+/// created by the emulator's CloudFormation (`tests/stack_roles.py`), `events/env.json`
+/// pointed at its resources, and for each function the credentials of its own execution
+/// role (STS `AssumeRole` of the role the stack created). The emulator decides every call
+/// made with those credentials as AWS's IAM would (`tests/iam/`).
 pub struct MotoStack {
     pub env: testing::Env,
     pub caps: testing::CapabilityEnv,
     pub observed: testing::Observed,
     pub env_json: PathBuf,
+    /// Logical id of each function → its role's session credentials and the emulator's
+    /// certificate, as environment variables.
+    pub roles: HashMap<String, Vec<(String, String)>>,
+}
+
+/// The emulator's HTTPS endpoint (the same backends as [`testing::moto_url`]) and the file
+/// of its self-signed certificate, which `tests/run.sh` exports. The functions reach it
+/// over TLS: the stack's bucket policies deny every S3 call without it, as on AWS.
+fn moto_https() -> (String, String) {
+    let var = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| {
+            panic!("{name} is not set: run the tests with `bash tests/run.sh`, which starts the emulator")
+        })
+    };
+    (
+        var("WORKSPACE_TEST_MOTO_HTTPS_URL"),
+        var("WORKSPACE_TEST_MOTO_CA_FILE"),
+    )
+}
+
+/// The emulator's HTTPS base URL, where the functions' presigned URLs point.
+pub fn moto_https_url() -> String {
+    moto_https().0
+}
+
+/// An HTTP client for the presigned URLs the functions answer: it trusts the emulator's
+/// certificate as a client on AWS trusts S3's.
+pub fn presigned_url_client() -> reqwest::Client {
+    let pem = std::fs::read(moto_https().1).expect("the emulator's certificate");
+    reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&pem).expect("a PEM certificate"))
+        .build()
+        .expect("an HTTPS client")
 }
 
 pub async fn fresh_stack(tag: &str) -> MotoStack {
-    let env = testing::fresh(None).await;
-    let caps = testing::fresh_capabilities().await;
-    let observed = testing::observed_bus().await;
+    let (https_url, ca_file) = moto_https();
+    let name = format!("ws-{tag}-{}", std::process::id());
+    let python = root().join(".venv/bin/python");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .current_dir(root())
+            .args(["tests/stack_roles.py", "--endpoint", &testing::moto_url()])
+            .args(["--stack-name", &name])
+            .output()
+            .expect("tests/run.sh installs the Python tools into .venv")
+    })
+    .await
+    .expect("the stack deploys");
+    assert!(
+        out.status.success(),
+        "tests/stack_roles.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stack: Value = serde_json::from_slice(&out.stdout).expect("JSON from stack_roles.py");
+    let resource = |id: &str| {
+        stack["resources"][id]
+            .as_str()
+            .unwrap_or_else(|| panic!("the stack has no {id}"))
+            .to_owned()
+    };
+    let env = testing::of_stack(&resource("WorkspaceTable"), &resource("WorkspaceBucket")).await;
+    let caps =
+        testing::capabilities_of_stack(&resource("BlobBucket"), &resource("CacheTable")).await;
+    let observed = testing::observe(&resource("WorkspaceEventBus")).await;
     let env_json = env_json_with(
         tag,
         &[
-            ("AWS_ENDPOINT_URL", testing::moto_url()),
+            ("AWS_ENDPOINT_URL", https_url),
             ("WORKSPACE_TABLE", env.table.clone()),
             ("WORKSPACE_BUCKET", env.bucket.clone()),
             ("WORKSPACE_CACHE_TABLE", caps.cache_table.clone()),
             ("WORKSPACE_BLOB_S3_BUCKET", caps.blob_bucket.clone()),
-            ("WORKSPACE_EVENT_BUS", observed.bus.clone()),
+            ("WORKSPACE_EVENT_BUS", resource("WorkspaceEventBus")),
         ],
     );
+    let roles = stack["functions"]
+        .as_object()
+        .expect("functions")
+        .iter()
+        .map(|(id, f)| {
+            let c = &f["credentials"];
+            let var = |k: &str| c[k].as_str().expect("credentials").to_owned();
+            let vars = vec![
+                ("AWS_ACCESS_KEY_ID".to_owned(), var("AccessKeyId")),
+                ("AWS_SECRET_ACCESS_KEY".to_owned(), var("SecretAccessKey")),
+                ("AWS_SESSION_TOKEN".to_owned(), var("SessionToken")),
+                // The emulator's certificate stands in for AWS's public CA.
+                ("SSL_CERT_FILE".to_owned(), ca_file.clone()),
+            ];
+            (id.clone(), vars)
+        })
+        .collect();
     MotoStack {
         env,
         caps,
         observed,
         env_json,
+        roles,
     }
 }
 
@@ -124,6 +217,7 @@ pub fn sam_local(env_json: &Path) -> Sam {
     Sam {
         rie: PathBuf::from(v["rie"].as_str().expect("rie")),
         functions,
+        roles: HashMap::new(),
     }
 }
 
@@ -160,6 +254,9 @@ pub fn emulate(sam: &Sam, logical_id: &str, bin_dir: &Path) -> Emulated {
         .functions
         .get(logical_id)
         .unwrap_or_else(|| panic!("template.yaml has no function {logical_id}"));
+    let role = sam.roles.get(logical_id).unwrap_or_else(|| {
+        panic!("{logical_id} has no role: Sam::under_roles with the stack's roles first")
+    });
     for _ in 0..3 {
         let (port, runtime_port) = two_free_ports();
         // Each emulator also serves its bootstrap a Runtime API, on a port of its own.
@@ -173,6 +270,7 @@ pub fn emulate(sam: &Sam, logical_id: &str, bin_dir: &Path) -> Emulated {
             .arg(bin_dir.join(binary))
             .env_clear()
             .envs(env)
+            .envs(role.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -2086,7 +2086,8 @@ async fn direct(
         .ok_or("the ticket step answered no presigned URL there")?;
     let url = ticket["url"].as_str().ok_or("the ticket has no url")?;
     let method = ticket["method"].as_str().unwrap_or("PUT");
-    let mut req = reqwest::Client::new().request(method.parse().map_err(|_| "bad method")?, url);
+    let mut req =
+        rie::presigned_url_client().request(method.parse().map_err(|_| "bad method")?, url);
     if !body.is_empty() {
         req = req.body(body.to_vec());
     }
@@ -2126,6 +2127,7 @@ async fn the_functions_behind_api_gateway_answer_as_the_local_server() {
         caps: _caps,
         observed: _observed,
         env_json,
+        roles,
     } = rie::fresh_stack("parity").await;
     let committed: Value =
         serde_json::from_str(&std::fs::read_to_string(root().join("events/env.json")).unwrap())
@@ -2137,7 +2139,7 @@ async fn the_functions_behind_api_gateway_answer_as_the_local_server() {
         .to_owned();
     let routed: BTreeSet<String> = gateway.routes.iter().map(|r| r.function.clone()).collect();
     let (emulated, local_bin) = tokio::task::spawn_blocking(move || {
-        let sam = rie::sam_local(&env_json);
+        let sam = rie::sam_local(&env_json).under_roles(roles);
         let _ = std::fs::remove_file(&env_json);
         let bin_dir = rie::build_bootstraps(&sam);
         let local_bin = build_local_server();

@@ -26,8 +26,9 @@
 //!
 //! What cannot be checked here, and is only checked as above: `sam deploy`, `sam sync`,
 //! `sam logs` and the `aws` CLI (they need an AWS account), `sam local invoke` and
-//! `sam local start-api` (they need Docker; `tests/tests/lambda_invoke.rs` runs the same
-//! events without it), `npx openapi-typescript` and `cargo install` (network), and the
+//! `sam local start-api` (a container engine: `tests/run.sh` runs them through
+//! `tests/sam_local/run.sh`, on podman), `npx openapi-typescript` and `cargo install`
+//! (network), and the
 //! benchmarks (minutes; `tests/run.sh` runs `bench/run.py --smoke`). `sam validate --lint`
 //! of the template is in `tests/run.sh`. `cli/README.md`'s commands are checked as ` ```sh `
 //! blocks (`tests/tests/ws_cli.rs` runs every `ws` subcommand for real).

@@ -59,9 +59,10 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         caps: _caps,
         observed,
         env_json,
+        roles,
     } = rie::fresh_stack("invoke").await;
     let (sam, bin_dir) = tokio::task::spawn_blocking(move || {
-        let sam = sam_local(&env_json);
+        let sam = sam_local(&env_json).under_roles(roles);
         let bin_dir = build_bootstraps(&sam);
         (sam, bin_dir)
     })
@@ -221,8 +222,8 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     assert_eq!(status(&started), 201, "{started}");
     let ticket = body(&started);
     let url = ticket["url"].as_str().expect("a presigned URL");
-    assert!(url.starts_with(&testing::moto_url()), "{url} is S3's");
-    let mut req = reqwest::Client::new().put(url).body("hello world");
+    assert!(url.starts_with(&rie::moto_https_url()), "{url} is S3's");
+    let mut req = rie::presigned_url_client().put(url).body("hello world");
     for (k, v) in ticket["headers"].as_object().expect("headers") {
         if !matches!(k.as_str(), "content-length" | "host") {
             req = req.header(k, v.as_str().unwrap_or_default());

@@ -83,6 +83,27 @@ impl Env {
     }
 }
 
+/// The table and bucket a CloudFormation stack created (tests/deploy/stack.py deploys
+/// template.yaml into the emulator). moto's CloudFormation ignores a bucket's
+/// `VersioningConfiguration`, so the bucket gets what the template declares here
+/// (`provision::bucket` is idempotent; tests/deploy/check.py holds the template to it).
+pub async fn of_stack(table: &str, bucket: &str) -> Env {
+    let conf = sdk_config();
+    let clients = AwsClients::from_sdk_config(&conf, None);
+    provision::bucket(&clients.s3, bucket)
+        .await
+        .expect("the stack's bucket, versioned");
+    let (_, stream_arn) = provision::table(&clients.dynamodb, table, Stream::NewAndOldImages)
+        .await
+        .expect("the stack's table");
+    Env {
+        clients,
+        bucket: bucket.to_owned(),
+        table: table.to_owned(),
+        stream_arn,
+    }
+}
+
 /// A versioned bucket and a streamed table of the template's shape, fresh for one test.
 pub async fn fresh(interceptor: Option<SharedInterceptor>) -> Env {
     let conf = sdk_config();
@@ -186,15 +207,22 @@ pub struct Observed {
 }
 
 pub async fn observed_bus() -> Observed {
-    let conf = sdk_config();
-    let eb = aws_sdk_eventbridge::Client::new(&conf);
-    let sqs = aws_sdk_sqs::Client::new(&conf);
     let bus = unique("ws-bus");
-    eb.create_event_bus()
+    aws_sdk_eventbridge::Client::new(&sdk_config())
+        .create_event_bus()
         .name(&bus)
         .send()
         .await
         .expect("create bus");
+    observe(&bus).await
+}
+
+/// A queue that receives every `workspace.updated` on `bus`, an existing bus (a stack's).
+pub async fn observe(bus: &str) -> Observed {
+    let conf = sdk_config();
+    let eb = aws_sdk_eventbridge::Client::new(&conf);
+    let sqs = aws_sdk_sqs::Client::new(&conf);
+    let bus = bus.to_owned();
     let queue_url = sqs
         .create_queue()
         .queue_name(unique("ws-events"))
@@ -293,6 +321,19 @@ impl Observed {
 pub struct CapabilityEnv {
     pub blob_bucket: String,
     pub cache_table: String,
+}
+
+/// The blob bucket and cache table a CloudFormation stack created, the bucket given the
+/// versioning the template declares (see [`of_stack`]).
+pub async fn capabilities_of_stack(blob_bucket: &str, cache_table: &str) -> CapabilityEnv {
+    let setup = AwsClients::from_sdk_config(&sdk_config(), None);
+    provision::bucket(&setup.s3, blob_bucket)
+        .await
+        .expect("the stack's blob bucket, versioned");
+    CapabilityEnv {
+        blob_bucket: blob_bucket.to_owned(),
+        cache_table: cache_table.to_owned(),
+    }
 }
 
 pub async fn fresh_capabilities() -> CapabilityEnv {
