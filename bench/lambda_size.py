@@ -25,8 +25,10 @@ that calls its clients at all cannot be smaller than, since a floor that only bu
 clients links no request path. It prints each function against that floor too (zip only).
 
 Needs cargo-lambda and ziglang (tests/run.sh installs both into .venv) and the
-aarch64-unknown-linux-gnu Rust target (cargo-lambda adds it). A benchmark, not a test:
-it measures and reports; the targets are printed beside the numbers.
+aarch64-unknown-linux-gnu Rust target (cargo-lambda adds it). A benchmark, not a test of
+the test run (a release build of every function takes about half an hour here): it measures,
+prints the targets beside the numbers, and exits 1 when a function misses its cap or its
+init ratio.
 """
 
 import argparse
@@ -45,9 +47,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ARM_DIR = ROOT / "target" / "bench-lambda" / "arm64"
 SDKS = ["s3", "dynamodb", "eventbridge"]
-# Targets from the issue: zip and init within these ratios of the floor, and absolute caps.
-ZIP_RATIO, INIT_RATIO = 1.15, 1.10
+# Targets (issue 41, restating issue 13): init within INIT_RATIO of the floor, and each
+# arm64 zip under the cap of its kind. The zip-to-floor ratio is printed, not held.
+INIT_RATIO = 1.15
 CAP_S3_DYNAMODB, CAP_DYNAMODB = 3.0e6, 2.7e6
+# Functions that must redact what they write with the regex engine (WSR-1's secret shapes).
+CAP_REDACTING, REDACTING = 3.5e6, {"fn-put", "fn-snapshots", "fn-workspaces", "fn-index", "fn-indexer"}
+# Functions that link SQLite (the search index) and run users' regexes.
+CAP_SQLITE_REGEX, SQLITE_REGEX = 4.5e6, {"fn-search", "fn-mcp"}
+
+
+def cap_of(binary: str, sdks: list[str]) -> tuple[float, str]:
+    """The zip cap of a function, and the kind that sets it."""
+    if binary in SQLITE_REGEX:
+        return CAP_SQLITE_REGEX, "SQLite and users' regexes"
+    if binary in REDACTING:
+        return CAP_REDACTING, "redacts with the regex engine"
+    if "s3" in sdks:
+        return CAP_S3_DYNAMODB, "S3 and DynamoDB"
+    # DynamoDB only, or (the console) no AWS client at all: the smallest cap.
+    return CAP_DYNAMODB, "DynamoDB only" if sdks else "no AWS client"
 
 
 def run(cmd, cwd=ROOT):
@@ -210,23 +229,22 @@ def main():
     init = {b: statistics.median(v) for b, v in samples.items()}
 
     ok = True
-    print("| function | arm64 zip | floor | floor zip | zip ratio | AWS SDK crates | init ms | floor init ms | init ratio | missed |")
-    print("|---|---:|---|---:|---:|---|---:|---:|---:|---|")
+    print("| function | arm64 zip | cap | kind | floor | floor zip | zip ratio | AWS SDK crates | init ms | floor init ms | init ratio | missed |")
+    print("|---|---:|---:|---|---|---:|---:|---|---:|---:|---:|---|")
     for r in rows:
         f, fl = r["fn"], r["floor"]
         zr, ir = size[f] / size[fl], init[f] / init[fl]
-        cap = CAP_S3_DYNAMODB if r["sdks"] == ["s3", "dynamodb"] else CAP_DYNAMODB if r["sdks"] == ["dynamodb"] else None
+        cap, kind = cap_of(f, r["sdks"])
         missed = [name for name, bad in [
-            (f"zip > {ZIP_RATIO}×", zr > ZIP_RATIO),
             (f"init > {INIT_RATIO}×", ir > INIT_RATIO),
-            (f"zip > {cap / 1e6 if cap else 0} MB", cap is not None and size[f] > cap),
+            (f"zip > {cap / 1e6} MB", size[f] > cap),
         ] if bad]
         ok &= not missed
-        print(f"| {f} | {size[f] / 1e6:.2f} MB | {fl} | {size[fl] / 1e6:.2f} MB | {zr:.2f} | "
+        print(f"| {f} | {size[f] / 1e6:.2f} MB | {cap / 1e6} MB | {kind} | {fl} | {size[fl] / 1e6:.2f} MB | {zr:.2f} | "
               f"{', '.join(r['sdk_crates'])} | {init[f]:.1f} | {init[fl]:.1f} | {ir:.2f} | {'; '.join(missed) or 'none'} |")
-    print(f"\ntargets: zip ≤ {ZIP_RATIO}× floor, init ≤ {INIT_RATIO}× floor, "
-          f"S3+DynamoDB ≤ {CAP_S3_DYNAMODB / 1e6} MB, DynamoDB-only ≤ {CAP_DYNAMODB / 1e6} MB; "
-          f"{'all met' if ok else 'some missed'}")
+    print(f"\ntargets: init ≤ {INIT_RATIO}× floor; zip ≤ {CAP_DYNAMODB / 1e6} MB (DynamoDB only), "
+          f"{CAP_S3_DYNAMODB / 1e6} MB (S3 and DynamoDB), {CAP_REDACTING / 1e6} MB ({', '.join(sorted(REDACTING))}), "
+          f"{CAP_SQLITE_REGEX / 1e6} MB ({', '.join(sorted(SQLITE_REGEX))}); {'all met' if ok else 'some missed'}")
     if sending:
         print("\n| floor | zip | the same floor sending one request per client | its zip | ratio |")
         print("|---|---:|---|---:|---:|")
@@ -239,6 +257,8 @@ def main():
             if fs:
                 print(f"| {f} | {size[f] / 1e6:.2f} MB | {fs} | {size[fs] / 1e6:.2f} MB | {size[f] / size[fs]:.2f} |")
     print(json.dumps({"zipBytes": size, "initMsMedian": init}), file=sys.stderr)
+    if not ok:
+        sys.exit("lambda_size: a function is over its cap or its init is over its ratio (the table says which)")
 
 
 if __name__ == "__main__":
