@@ -12,7 +12,6 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 use workspace_core::keys::KeyStore;
 use workspace_store_aws::keys_table::DynamoKeys;
-use workspace_store_aws::testing;
 use workspace_tests::rie::{self, build_bootstraps, emulate, sam_local, Emulated};
 use workspace_tests::root;
 
