@@ -377,13 +377,13 @@ def s3(
             if not q:
                 return [item("DeleteBucket", "DeleteBucket", bucket_arn)]
         if method == "POST" and "delete" in q:
-            # DeleteObjects: s3:DeleteObject (or s3:DeleteObjectVersion with a VersionId) on
-            # each key's object ARN; S3 reports each key's result on its own.
+            # DeleteObjects: each key is deleted as DeleteObject would delete it (see there),
+            # on its own object ARN; S3 reports each key's result on its own.
             out = []
             for obj in _delete_objects(body):
                 extra = {"s3:versionid": [obj[1]]} if obj[1] else {}
-                action = "DeleteObjectVersion" if obj[1] else "DeleteObject"
-                out.append(item("DeleteObjects", action, object_arn(bucket, obj[0]), extra, object_key=obj[0]))
+                for action in _delete_actions(bool(obj[1])):
+                    out.append(item("DeleteObjects", action, object_arn(bucket, obj[0]), extra, object_key=obj[0]))
             return out
         return [Item(fallback_operation, f"s3:{fallback_operation}", "*", bucket=bucket, unmodelled=True)]
 
@@ -425,7 +425,7 @@ def s3(
             return [item("AbortMultipartUpload", "AbortMultipartUpload", arn)]
         if "tagging" in q:
             return [item("DeleteObjectTagging", f"DeleteObject{versioned}Tagging", arn)]
-        return [item("DeleteObject", f"DeleteObject{versioned}", arn)]
+        return [item("DeleteObject", action, arn) for action in _delete_actions(bool(version))]
     if method == "POST":
         if "uploads" in q:
             return [item("CreateMultipartUpload", "PutObject", arn)]
@@ -442,6 +442,17 @@ def _copy_source(header: str) -> tuple[str, str, str | None]:
     src_bucket, _, src_key = path.partition("/")
     version = urllib.parse.parse_qs(qs).get("versionId", [None])[0]
     return src_bucket, src_key, version
+
+
+def _delete_actions(versioned: bool) -> list[str]:
+    """What a delete of one object needs. The DeleteObject and DeleteObjects API references
+    (Permissions, general purpose buckets): "To delete an object from a bucket, you must
+    always have the s3:DeleteObject permission", and "To delete a specific version of an
+    object from a versioning-enabled bucket, you must have the s3:DeleteObjectVersion
+    permission". So a delete that names a VersionId needs both; we follow the text rather
+    than the looser reading that s3:DeleteObjectVersion alone suffices, so a policy that
+    passes here cannot fail on AWS for this reason."""
+    return ["DeleteObject", "DeleteObjectVersion"] if versioned else ["DeleteObject"]
 
 
 def _delete_objects(body: bytes | str | None) -> list[tuple[str, str | None]]:

@@ -207,9 +207,25 @@ def test_delete_objects_is_checked_per_key():
     assert [(i.action, i.resource, i.object_key) for i in items] == [
         ("s3:DeleteObject", BUCKET + "/t/a", "t/a"),
         ("s3:DeleteObject", BUCKET + "/secret/b", "secret/b"),
+        ("s3:DeleteObject", BUCKET + "/t/c", "t/c"),
         ("s3:DeleteObjectVersion", BUCKET + "/t/c", "t/c")]
     p = policy(allow("s3:DeleteObject", BUCKET + "/t/*"))
-    assert [decide(p, i) for i in items] == [True, False, False]
+    assert [decide(p, i) for i in items] == [True, False, True, False]
+
+
+def test_deleting_a_version_needs_delete_object_and_delete_object_version():
+    """DeleteObject API reference, Permissions (general purpose buckets): "To delete an object
+    from a bucket, you must always have the s3:DeleteObject permission. ... To delete a
+    specific version of an object from a versioning-enabled bucket, you must have the
+    s3:DeleteObjectVersion permission." A versioned delete is allowed only with both."""
+    items = s3("DELETE", "t/a", query={"versionId": "v1"})
+    assert [i.action for i in items] == ["s3:DeleteObject", "s3:DeleteObjectVersion"]
+    only_version = policy(allow("s3:DeleteObjectVersion", BUCKET + "/t/*"))
+    both = policy(allow(["s3:DeleteObject", "s3:DeleteObjectVersion"], BUCKET + "/t/*"))
+    assert not all(decide(only_version, i) for i in items)
+    assert all(decide(both, i) for i in items)
+    [plain] = s3("DELETE", "t/a")
+    assert plain.action == "s3:DeleteObject"
 
 
 def test_copy_object_needs_put_on_target_and_get_on_source():

@@ -842,6 +842,36 @@ fn script() -> Vec<Step> {
         &format!("/workspaces/{ws}/sessions/sess-1/history"),
         |st| st.expect(Expect::Status(200)),
     );
+    // A session's history replaced: the new artifact in, the old one's item out.
+    s.add(
+        "artifact-history-again",
+        "POST",
+        &format!("/workspaces/{ws}/artifacts"),
+        |st| {
+            st.json(json!({
+                "sessionId": "sess-1", "artifactType": "session_history",
+                "messages": [
+                    {"role": "user", "content": "run them again", "timestamp": "2026-11-22T09:01:00Z", "messageId": "m3"},
+                ],
+            }))
+            .expect(Expect::Status(201))
+        },
+    );
+    s.add(
+        "session-history-replaced",
+        "GET",
+        &format!("/workspaces/{ws}/sessions/sess-1/history"),
+        |st| st.expect(Expect::Status(200)),
+    );
+    s.add(
+        "artifact-history-replaced",
+        "GET",
+        &format!(
+            "/workspaces/{ws}/artifacts/{}",
+            id("artifactId", "artifact-history", 1)
+        ),
+        |st| st.expect(Expect::Envelope(404, "not_found")),
+    );
     s.add(
         "ws-foreign-tenant",
         "GET",
@@ -1220,6 +1250,25 @@ fn script() -> Vec<Step> {
                 .expect(Expect::Body(b"wide".to_vec()))
         },
     );
+    // A tenant-wide presign names a registered workspace (checked in the registry).
+    s.add(
+        "i2-blob-presign",
+        "POST",
+        "/v1/host/blob/default/presign",
+        |st| {
+            st.who(Who::Wide)
+                .header("X-Workspace-Id", &wide_ws)
+                .json(json!({"key": "wide.bin", "method": "GET", "expiresInSeconds": 60}))
+                .expect(Expect::Status(200))
+        },
+    );
+    s.direct(
+        "i2-blob-presigned-fetch",
+        "i2-blob-presign",
+        "",
+        b"",
+        Some(b"wide"),
+    );
     s.add("i2-no-header", "GET", FILES, |st| st.who(Who::Wide));
     s.add("i2-never-created", "GET", FILES, |st| {
         st.who(Who::Wide).header("X-Workspace-Id", "never-created")
@@ -1316,6 +1365,15 @@ fn script() -> Vec<Step> {
                 .expect(Expect::WholeSecondExpiry)
         });
     }
+    // The PUT URL works: S3 takes the signed length and type (under the presign
+    // function's role on AWS), and the blob reads back as sent.
+    s.direct("i5-presigned-put", "i5-presign-put", "", b"I5", None);
+    s.add(
+        "i5-blob-get-after-put",
+        "GET",
+        "/v1/host/blob/default/i5.bin",
+        |st| st.expect(Expect::Body(b"I5".to_vec())),
+    );
     s.add(
         "i5-upload-start",
         "POST",

@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 use workspace_core::keys::KeyStore;
 use workspace_store_aws::keys_table::DynamoKeys;
+use workspace_store_aws::{items, layout};
 use workspace_tests::rie::{self, build_bootstraps, emulate, sam_local, Emulated};
 use workspace_tests::root;
 
@@ -50,6 +51,73 @@ async fn invoke_for(e: &Emulated, file: &str, id: &str) -> Value {
 
 const SAMPLE_ID: &str = "ws-0123456789abcdef0123456789abcdef";
 
+/// `env_json` with `Parameters` changed by `overrides` (settings of this test only).
+fn override_env(env_json: &std::path::Path, overrides: &[(&str, &str)]) {
+    let mut env: Value = serde_json::from_str(&std::fs::read_to_string(env_json).unwrap()).unwrap();
+    for (k, v) in overrides {
+        env["Parameters"][*k] = Value::String((*v).to_owned());
+    }
+    std::fs::write(env_json, env.to_string()).unwrap();
+}
+
+/// An edit of `put-file.json`: `path` with `content`.
+fn put_at(path: &'static str, content: &'static str) -> impl Fn(&mut Value) {
+    move |e: &mut Value| {
+        let raw = format!("/v1/host/workspace/files/{path}");
+        e["rawPath"] = raw.clone().into();
+        e["requestContext"]["http"]["path"] = raw.into();
+        e["pathParameters"]["path"] = path.into();
+        let b = serde_json::json!({ "content": content }).to_string();
+        e["headers"]["content-length"] = b.len().to_string().into();
+        e["body"] = b.into();
+    }
+}
+
+/// An edit of an HTTP event: the caller's token names workspace `ws`.
+fn in_workspace(ws: &'static str) -> impl Fn(&mut Value) {
+    move |e: &mut Value| {
+        e["requestContext"]["authorizer"]["jwt"]["claims"]["workspace_id"] = ws.into();
+    }
+}
+
+/// Every S3 version and delete marker under `prefix` in the bodies bucket, as text.
+async fn versions_under(env: &workspace_store_aws::testing::Env, prefix: &str) -> Vec<String> {
+    let out = env
+        .clients
+        .s3
+        .list_object_versions()
+        .bucket(&env.bucket)
+        .prefix(prefix)
+        .send()
+        .await
+        .expect("ListObjectVersions");
+    out.versions()
+        .iter()
+        .map(|v| format!("{} {}", v.key().unwrap_or(""), v.version_id().unwrap_or("")))
+        .chain(
+            out.delete_markers()
+                .iter()
+                .map(|m| format!("{} marker", m.key().unwrap_or(""))),
+        )
+        .collect()
+}
+
+/// Whether the table holds the item (`pk`, `sk`).
+async fn item_exists(env: &workspace_store_aws::testing::Env, pk: &str, sk: &str) -> bool {
+    env.clients
+        .dynamodb
+        .get_item()
+        .table_name(&env.table)
+        .key("pk", items::s(pk))
+        .key("sk", items::s(sk))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("GetItem")
+        .item()
+        .is_some()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_recorded_event_runs_through_its_function_binary() {
     // Bound (not `..`) so the resources live as long as the test.
@@ -60,6 +128,16 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         env_json,
         roles,
     } = rie::fresh_stack("invoke").await;
+    // This test's settings: two versions kept per file (so a third write prunes the first
+    // version item in its commit), and no grace for orphaned bodies (so the sweep below
+    // deletes the one seeded).
+    override_env(
+        &env_json,
+        &[
+            ("WORKSPACE_MAX_VERSIONS", "2"),
+            ("WORKSPACE_ORPHAN_GRACE_SECONDS", "0"),
+        ],
+    );
     let (sam, bin_dir) = tokio::task::spawn_blocking(move || {
         let sam = sam_local(&env_json).under_roles(roles);
         let bin_dir = build_bootstraps(&sam);
@@ -248,6 +326,15 @@ async fn every_recorded_event_runs_through_its_function_binary() {
 
     let delete = invoke(&delete_fn, "delete-file.json").await;
     assert_eq!(status(&delete), 204, "{delete}");
+    // notes/today.md had two versions (the put, the restore): the tombstone is its third,
+    // and its commit deletes the version item that leaves the window of two.
+    let main = "acme#main";
+    let ver = |path: &str, seq: u64| layout::version_sk(path, seq);
+    assert!(
+        !item_exists(&env, main, &ver("notes/today.md", 1)).await,
+        "the delete pruned version 1 of notes/today.md"
+    );
+    assert!(item_exists(&env, main, &ver("notes/today.md", 2)).await);
 
     // The stream publisher announces a recorded version item, and the sweeper runs.
     let published = invoke(&publish_fn, "stream-insert.json").await;
@@ -331,6 +418,80 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     );
     let purged = invoke(&purge_fn, "schedule-purge.json").await;
     assert_eq!(purged["workspaces"], serde_json::json!([]), "{purged}");
+    // A workspace idle since the epoch (its record aged in the table) with an artifact:
+    // the purge erases its items and bodies, and its record.
+    let made = invoke_edited(&workspaces_fn, "workspaces-create.json", |e| {
+        let b = serde_json::json!({"workspaceScope": "general"}).to_string();
+        e["headers"]["content-length"] = b.len().to_string().into();
+        e["body"] = b.into();
+    })
+    .await;
+    ok(&made, 201, "create");
+    let idle = body(&made)["workspaceId"]
+        .as_str()
+        .expect("workspaceId")
+        .to_owned();
+    ok(
+        &invoke_for(&workspaces_fn, "artifacts-upload.json", &idle).await,
+        201,
+        "artifact of the idle workspace",
+    );
+    let records = env
+        .clients
+        .dynamodb
+        .query()
+        .table_name(&env.table)
+        .consistent_read(true)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(":pk", items::s("acme##ws"))
+        .send()
+        .await
+        .expect("Query");
+    let mut record = records
+        .items()
+        .iter()
+        .find(|i| items::get_s(i, "data").is_ok_and(|d| d.contains(&idle)))
+        .expect("the idle workspace's record")
+        .clone();
+    let mut data: Value = serde_json::from_str(&items::get_s(&record, "data").unwrap()).unwrap();
+    data["last_active_at"] = 0.into();
+    record.insert("data".to_owned(), items::s(data.to_string()));
+    record.insert("lastActiveAt".to_owned(), items::n(0));
+    env.clients
+        .dynamodb
+        .put_item()
+        .table_name(&env.table)
+        .set_item(Some(record))
+        .send()
+        .await
+        .expect("PutItem");
+    let purged = invoke(&purge_fn, "schedule-purge.json").await;
+    assert_eq!(
+        purged["workspaces"],
+        serde_json::json!([{"tenantId": "acme", "workspaceId": idle}]),
+        "{purged}"
+    );
+    assert_eq!(
+        versions_under(&env, &format!("t/acme/w/{idle}/")).await,
+        Vec::<String>::new(),
+        "the idle workspace's bodies are erased"
+    );
+    let left = env
+        .clients
+        .dynamodb
+        .query()
+        .table_name(&env.table)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(":pk", items::s(format!("acme#{idle}")))
+        .send()
+        .await
+        .expect("Query");
+    assert_eq!(left.count(), 0, "the idle workspace's items are erased");
+    ok(
+        &invoke_for(&workspaces_fn, "workspaces-get.json", &idle).await,
+        404,
+        "purged",
+    );
 
     // The example subscriber, as `sam local invoke IndexFunction -e
     // events/workspace-updated.json` runs it: it writes the index once, then finds it right.
@@ -346,6 +507,21 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         serde_json::json!({"outcome": "unchanged"}),
         "{again}"
     );
+    // Two more files under memory/: the index's third version prunes its first item.
+    for (version, path) in [(2, "memory/a.md"), (3, "memory/b.md")] {
+        let put = invoke_edited(&put_fn, "put-file.json", put_at(path, "a memory")).await;
+        assert_eq!(status(&put), 200, "{put}");
+        let r = invoke_edited(&index_fn, "workspace-updated.json", |e| {
+            e["detail"]["path"] = path.into();
+        })
+        .await;
+        assert_eq!(
+            r,
+            serde_json::json!({"outcome": "written", "detail": {"version": version}}),
+            "{r}"
+        );
+    }
+    assert!(!item_exists(&env, main, &ver("memory/INDEX.md", 1)).await);
 
     // Search, as `sam local invoke IndexerFunction -e events/search-index-queued.json`, then
     // `SearchFunction -e events/search.json`: the indexer stores the workspace's index
@@ -372,10 +548,83 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         "the indexer was current: {found}"
     );
 
+    // Three writes of one file: the third commit prunes the first version item.
+    for (want, content) in [(1, "hello one"), (2, "hello two"), (3, "hello three")] {
+        let r = invoke_edited(&put_fn, "put-file.json", put_at("notes/thrice.md", content)).await;
+        assert_eq!(
+            (status(&r), body(&r)["version"].as_u64()),
+            (200, Some(want)),
+            "{r}"
+        );
+    }
+    assert!(!item_exists(&env, main, &ver("notes/thrice.md", 1)).await);
+    assert!(item_exists(&env, main, &ver("notes/thrice.md", 3)).await);
+    // The indexer again: it catches the stored index up from the change log (a head read
+    // per changed path), stores it over the one it read and deletes that version.
+    let queued = invoke(&indexer_fn, "search-index-queued.json").await;
+    assert_eq!(
+        queued,
+        serde_json::json!({"batchItemFailures": []}),
+        "{queued}"
+    );
+    let index_key = "t/acme/w/main/search/index.sqlite";
+    assert_eq!(
+        versions_under(&env, index_key).await.len(),
+        1,
+        "the superseded index version is deleted"
+    );
+    // A write after the indexer ran: the search function catches up itself, reading the
+    // new body.
+    let fresh = invoke_edited(
+        &put_fn,
+        "put-file.json",
+        put_at("notes/fresh.md", "hello fresh"),
+    )
+    .await;
+    assert_eq!(status(&fresh), 200, "{fresh}");
+    let found = invoke(&search_fn, "search.json").await;
+    assert_eq!(status(&found), 200, "{found}");
+    let hits = body(&found)["hits"].clone();
+    assert!(
+        hits.as_array().is_some_and(|h| h
+            .iter()
+            .any(|x| x["path"] == "notes/fresh.md" && x["version"] == 1)),
+        "{found}"
+    );
+    assert_eq!(
+        body(&found)["index"]["pending"],
+        1,
+        "the write after the indexer, caught up by the search itself: {found}"
+    );
+    // A workspace never indexed has no index object: S3 answers 404 (the function may
+    // list the bucket), and the search finds nothing.
+    let empty = invoke_edited(&search_fn, "search.json", in_workspace("empty")).await;
+    assert_eq!(status(&empty), 200, "{empty}");
+    assert_eq!(body(&empty)["hits"], serde_json::json!([]), "{empty}");
+    assert_eq!(body(&empty)["index"]["total"], 0, "{empty}");
+
+    // A body no version item names (a write that died before its commit): with no grace
+    // period the sweep deletes it.
+    let orphan = "t/acme/w/main/files/notes/orphan.md";
+    env.clients
+        .s3
+        .put_object()
+        .bucket(&env.bucket)
+        .key(orphan)
+        .body(b"never committed".to_vec().into())
+        .send()
+        .await
+        .expect("PutObject");
     let swept = invoke(&sweep_fn, "schedule-sweep.json").await;
     assert!(
         swept["examined"].as_u64().is_some_and(|n| n >= 1),
         "{swept}"
+    );
+    assert!(swept["deleted"].as_u64().is_some_and(|n| n >= 1), "{swept}");
+    assert_eq!(
+        versions_under(&env, orphan).await,
+        Vec::<String>::new(),
+        "the orphan is gone"
     );
     // The MCP function: a tool write lands on DynamoDB/S3 like a PUT, and is listed.
     let text = |v: &Value| body(v)["result"]["content"][0]["text"].clone();
@@ -392,6 +641,53 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         "Contents of /workspace:\n\n[DIR] memory\n[DIR] notes",
         "{listed}"
     );
+    // Two more writes of notes/agent.md: the third prunes version 1's item.
+    for want in [2, 3] {
+        let again = invoke(&mcp_fn, "mcp-write-file.json").await;
+        assert_eq!(
+            text(&again),
+            format!("Successfully wrote 20 bytes to notes/agent.md\nVersion: {want}"),
+            "{again}"
+        );
+    }
+    assert!(!item_exists(&env, main, &ver("notes/agent.md", 1)).await);
+    // A workspace at maxFiles (its live-file counter seeded): the body is stored, the
+    // commit refused, and the body deleted again, by the MCP function and by the example
+    // subscriber alike.
+    env.clients
+        .dynamodb
+        .put_item()
+        .table_name(&env.table)
+        .item("pk", items::s("acme#full"))
+        .item("sk", items::s(layout::COUNT_SK))
+        .item("live", items::n(1000))
+        .send()
+        .await
+        .expect("PutItem");
+    let refused = invoke_edited(&mcp_fn, "mcp-write-file.json", in_workspace("full")).await;
+    assert!(
+        refused["body"]
+            .as_str()
+            .is_some_and(|b| b.contains("maxFiles")),
+        "{refused}"
+    );
+    let refused = invoke_edited(&index_fn, "workspace-updated.json", |e| {
+        e["detail"]["workspace"] = "full".into();
+    })
+    .await;
+    assert!(
+        refused["errorMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("maxFiles")),
+        "{refused}"
+    );
+    assert_eq!(
+        versions_under(&env, "t/acme/w/full/").await,
+        Vec::<String>::new(),
+        "no body of a refused commit is left"
+    );
+    assert!(!item_exists(&env, "acme#full", &layout::head_sk("notes/agent.md")).await);
+
     for event in ["mcp-health.json", "health.json"] {
         let health = invoke(&mcp_fn, event).await;
         assert_eq!(
