@@ -135,6 +135,9 @@ def test_edit_and_save(page, server, api, ws):
     # A new file, created only if the path is free.
     page.get_by_role("link", name="Files").click()
     page.get_by_role("link", name="New file").click()
+    # A new screen moves the focus to <main> once it has rendered (for screen readers);
+    # typing before that would lose the keystrokes to the focus move.
+    expect(page.locator("#main")).to_be_focused()
     page.get_by_label("Path").fill("drafts/new.md")
     page.get_by_label("Content", exact=True).fill("fresh\n")
     page.get_by_role("button", name="Create").click()

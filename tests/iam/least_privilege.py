@@ -54,42 +54,6 @@ LAMBDA_SERVICE = {
 # (function logical id, action): the code path that makes the call, which no test drives
 # under the function's role yet.
 NOT_YET_EXERCISED: dict[tuple[str, str], str] = {
-    ("DeleteFunction", "dynamodb:Query"): (
-        "a delete in a fork of a file it inherits reads the base snapshot (forks/meta.rs head); a base whose file list is stored in parts is read with a Query of the parts (dynamo_pins.rs get_snapshot_item): needs a fork of a workspace whose file list is over MAX_INLINE_FILES_BYTES, thousands of files"
-    ),
-    ("SnapshotsFunction", "dynamodb:BatchWriteItem"): (
-        "discarding a fork erases its partition in batches (DELETE /v1/host/workspace/forks/{id}, ScopeData erase): no test creates a fork yet (a parity section on forks would)"
-    ),
-    ("SnapshotsFunction", "dynamodb:ConditionCheckItem"): (
-        "a pin of an older version checks its version item in the same transaction (dynamo_pins.rs update_pins): a snapshot or fork base taken while a head's pinned version is not its newest; no test takes one"
-    ),
-    ("SnapshotsFunction", "s3:DeleteObject"): (
-        "the same deletes as s3:DeleteObjectVersion below (a versioned delete needs both): no test discards a fork that wrote a file or keeps a checkpoint"
-    ),
-    ("SnapshotsFunction", "s3:DeleteObjectVersion"): (
-        "discarding a fork deletes every version under its prefix (S3Eraser DeleteObjects), and deleting a kept checkpoint its copies: no test discards a fork that wrote a file or keeps a checkpoint"
-    ),
-    ("SnapshotsFunction", "s3:GetObjectVersion"): (
-        "a rollback that changes a file reads the snapshot's body (POST /snapshots/{id}/restore matching a changed path), a merge reads fork bodies: the suite's rollback matches no path"
-    ),
-    ("SnapshotsFunction", "s3:ListBucketVersions"): (
-        "discarding a fork lists the versions under its prefix in both buckets (S3Eraser): no test discards a fork"
-    ),
-    ("SnapshotsFunction", "s3:PutObject"): (
-        "a rollback that changes a file, a merge, and a kept checkpoint's copies store bodies: the suite's rollback matches no path and no test keeps a checkpoint or merges"
-    ),
-    ("SweepFunction", "dynamodb:BatchWriteItem"): (
-        "sweeping an ended fork erases its partition (sweeper.rs sweep_forks, forks/sweep.rs sweep_fork): needs a fork that wrote a file and expired or was discarded unerased; no recorded fork event"
-    ),
-    ("SweepFunction", "dynamodb:DeleteItem"): (
-        "sweeping an ended fork deletes its base snapshot in the parent (forks/sweep.rs sweep_fork → delete_snapshot_item): needs an ended fork"
-    ),
-    ("SweepFunction", "dynamodb:GetItem"): (
-        "the sweep reads the fork record of every fork scope it finds in the bucket (forks/sweep.rs record_of): needs a fork that wrote a file"
-    ),
-    ("WorkspacesFunction", "dynamodb:ConditionCheckItem"): (
-        "DELETE /workspaces/{id}?force=true discards live forks; deleting a fork's base ends its pins through set_pins, whose pin of an older version checks that version item (dynamo_pins.rs update_pins): no test creates a fork"
-    ),
 }
 
 

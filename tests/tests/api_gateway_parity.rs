@@ -30,7 +30,9 @@
 //! emulated too (API Gateway's own `503 {"message":"Service Unavailable"}`).
 //!
 //! Sections: the contract-like cases, a corpus of content types and byte patterns on every
-//! route that returns a body, and one section per item of issue 14 (named `issue-14.<n>`).
+//! route that returns a body, one section per item of issue 14 (named `issue-14.<n>`), and
+//! forks (`forks: ...`: created, written in, merged, discarded; based on a snapshot; a
+//! workspace deleted with its live fork).
 //! Every mismatch is collected and reported (request, local answer, lambda answer), then
 //! the test fails. `PARITY_VERBOSE=1` prints every step's two statuses as it goes.
 //!
@@ -543,11 +545,87 @@ fn script() -> Vec<Step> {
                 .expect(Expect::Status(200))
         },
     );
+    // A rollback that changes a file: notes/today.md was written after the snapshot, so
+    // it is restored from the snapshot's version (its body read, a new version written).
+    s.add(
+        "snapshot-rollback-notes",
+        "POST",
+        &format!("/v1/host/workspace/snapshots/{snap}/restore"),
+        |st| {
+            st.json(json!({"paths": ["notes/**"]}))
+                .expect(Expect::Status(200))
+        },
+    );
+    s.add("snapshot-rolled-back", "GET", &today, |st| {
+        st.expect(Expect::FileContent(b"hello".to_vec()))
+    });
     s.add(
         "snapshot-delete",
         "DELETE",
         &format!("/v1/host/workspace/snapshots/{snap}"),
         |st| st.expect(Expect::Status(204)),
+    );
+    // A kept checkpoint holds its own copies of the bodies; a rollback to it after a bad
+    // run; deleting it removes the copies.
+    s.add(
+        "checkpoint-create",
+        "POST",
+        "/v1/host/workspace/snapshots",
+        |st| {
+            st.json(json!({"label": "before the run", "keep": true}))
+                .expect(Expect::Status(201))
+        },
+    );
+    let checkpoint = id("snapshotId", "checkpoint-create", 1);
+    s.add("checkpoint-bad-run", "PUT", &today, |st| {
+        st.json(json!({"content": "a bad run wrote this"}))
+            .expect(Expect::Status(200))
+    });
+    s.add(
+        "checkpoint-bad-run-junk",
+        "PUT",
+        &file_url("notes/junk.md"),
+        |st| {
+            st.json(json!({"content": "and this"}))
+                .expect(Expect::Status(200))
+        },
+    );
+    s.add(
+        "checkpoint-rollback",
+        "POST",
+        &format!("/v1/host/workspace/snapshots/{checkpoint}/restore"),
+        |st| {
+            st.header("Idempotency-Key", "parity-rollback-1")
+                .json(json!({}))
+                .expect(Expect::Status(200))
+        },
+    );
+    s.add("checkpoint-rolled-back", "GET", &today, |st| {
+        st.expect(Expect::FileContent(b"hello".to_vec()))
+    });
+    s.add(
+        "checkpoint-junk-gone",
+        "GET",
+        &file_url("notes/junk.md"),
+        |st| st.expect(Expect::Envelope(404, "not_found")),
+    );
+    s.add(
+        "checkpoint-read",
+        "GET",
+        &format!("{today}?snapshot={checkpoint}"),
+        |st| st.expect(Expect::FileContent(b"hello".to_vec())),
+    );
+    s.add(
+        "checkpoint-delete",
+        "DELETE",
+        &format!("/v1/host/workspace/snapshots/{checkpoint}"),
+        |st| st.expect(Expect::Status(204)),
+    );
+    s.add(
+        "checkpoint-gone",
+        "GET",
+        &format!("/v1/host/workspace/snapshots/{checkpoint}"),
+        |st| st.expect(Expect::Envelope(404, "not_found")),
     );
     s.add(
         "snapshot-gone",
@@ -1429,7 +1507,213 @@ fn script() -> Vec<Step> {
         );
     }
 
+    forks(&mut s, &wide_ws);
+
     s.steps
+}
+
+/// Forks (docs/forks.md): one forked, written in, compared, merged and discarded; one
+/// based on a snapshot older than a file's head; a workspace deleted with its live fork.
+#[allow(clippy::too_many_lines)]
+fn forks(s: &mut Script, wide_ws: &str) {
+    const FORKS: &str = "/v1/host/workspace/forks";
+    let base_md = file_url("notes/fork-base.md");
+    s.section("forks: fork, write, diff, merge, discard");
+    s.add("fk-seed", "PUT", &base_md, |st| {
+        st.json(json!({"content": "base line 1\nbase line 2\n"}))
+            .expect(Expect::Status(200))
+    });
+    s.add("fk-create", "POST", FORKS, |st| {
+        st.json(json!({"label": "parity fork", "ttlSeconds": 3600}))
+            .expect(Expect::Status(201))
+    });
+    let fork = id("forkId", "fk-create", 1);
+    let in_fork = |st: Step| st.header("X-Workspace-Id", &fork);
+    s.add("fk-list", "GET", FORKS, |st| st.expect(Expect::Status(200)));
+    s.add("fk-read-inherited", "GET", &base_md, |st| {
+        in_fork(st).expect(Expect::FileContent(b"base line 1\nbase line 2\n".to_vec()))
+    });
+    s.add("fk-write", "PUT", &base_md, |st| {
+        in_fork(st)
+            .json(json!({"content": "base line 1\nbase line 2, by the fork\n"}))
+            .expect(Expect::Status(200))
+    });
+    s.add(
+        "fk-write-new",
+        "PUT",
+        &file_url("notes/fork-new.md"),
+        |st| {
+            in_fork(st)
+                .json(json!({"content": "only in the fork"}))
+                .expect(Expect::Status(200))
+        },
+    );
+    s.add(
+        "fk-delete-inherited",
+        "DELETE",
+        &file_url("notes/idem.md"),
+        |st| in_fork(st).expect(Expect::Status(204)),
+    );
+    s.add(
+        "fk-parent-write",
+        "PUT",
+        &file_url("notes/today.md"),
+        |st| {
+            st.json(json!({"content": "the parent, after the fork"}))
+                .expect(Expect::Status(200))
+        },
+    );
+    s.add("fk-parent-untouched", "GET", &base_md, |st| {
+        st.expect(Expect::FileContent(b"base line 1\nbase line 2\n".to_vec()))
+    });
+    s.add("fk-get", "GET", &format!("{FORKS}/{fork}"), |st| {
+        st.expect(Expect::Status(200))
+    });
+    s.add("fk-diff", "GET", &format!("{FORKS}/{fork}/diff"), |st| {
+        st.expect(Expect::Status(200))
+    });
+    s.add(
+        "fk-merge-dry",
+        "POST",
+        &format!("{FORKS}/{fork}/merge"),
+        |st| {
+            st.json(json!({"strategy": "three-way", "dryRun": true}))
+                .expect(Expect::Status(200))
+        },
+    );
+    s.add("fk-merge", "POST", &format!("{FORKS}/{fork}/merge"), |st| {
+        st.header("Idempotency-Key", "parity-merge-1")
+            .json(json!({"strategy": "three-way"}))
+            .expect(Expect::Status(200))
+    });
+    s.add(
+        "fk-merge-replayed",
+        "POST",
+        &format!("{FORKS}/{fork}/merge"),
+        |st| {
+            st.header("Idempotency-Key", "parity-merge-1")
+                .json(json!({"strategy": "three-way"}))
+                .expect(Expect::Status(200))
+        },
+    );
+    s.add("fk-merged", "GET", &base_md, |st| {
+        st.expect(Expect::FileContent(
+            b"base line 1\nbase line 2, by the fork\n".to_vec(),
+        ))
+    });
+    s.add(
+        "fk-merged-new",
+        "GET",
+        &file_url("notes/fork-new.md"),
+        |st| st.expect(Expect::FileContent(b"only in the fork".to_vec())),
+    );
+    s.add(
+        "fk-merged-deleted",
+        "GET",
+        &file_url("notes/idem.md"),
+        |st| st.expect(Expect::Envelope(404, "not_found")),
+    );
+    s.add("fk-parent-kept", "GET", &file_url("notes/today.md"), |st| {
+        st.expect(Expect::FileContent(b"the parent, after the fork".to_vec()))
+    });
+    // Both sides change one line each of the same file: a conflict, nothing applied.
+    s.add("fk-conflict-fork", "PUT", &base_md, |st| {
+        in_fork(st)
+            .json(json!({"content": "fork wins this\n"}))
+            .expect(Expect::Status(200))
+    });
+    s.add("fk-conflict-parent", "PUT", &base_md, |st| {
+        st.json(json!({"content": "parent wins this\n"}))
+            .expect(Expect::Status(200))
+    });
+    s.add(
+        "fk-merge-conflict",
+        "POST",
+        &format!("{FORKS}/{fork}/merge"),
+        |st| {
+            st.json(json!({"strategy": "three-way"}))
+                .expect(Expect::Envelope(409, "workspace_conflict"))
+        },
+    );
+    s.add("fk-discard", "DELETE", &format!("{FORKS}/{fork}"), |st| {
+        st.expect(Expect::Status(204))
+    });
+    s.add("fk-discarded", "GET", &format!("{FORKS}/{fork}"), |st| {
+        st.expect(Expect::Envelope(404, "not_found"))
+    });
+    s.add("fk-discarded-files", "GET", &base_md, |st| {
+        in_fork(st).expect(Expect::Envelope(404, "not_found"))
+    });
+    s.add("fk-parent-after-discard", "GET", &base_md, |st| {
+        st.expect(Expect::FileContent(b"parent wins this\n".to_vec()))
+    });
+
+    // A fork based on a snapshot whose version of a file is no longer its head: that
+    // version is pinned again for the fork, on condition that its item still exists.
+    s.section("forks: based on an older snapshot");
+    s.add(
+        "fs-snapshot",
+        "POST",
+        "/v1/host/workspace/snapshots",
+        |st| st.json(json!({})).expect(Expect::Status(201)),
+    );
+    let older = id("snapshotId", "fs-snapshot", 1);
+    s.add("fs-write-after", "PUT", &base_md, |st| {
+        st.json(json!({"content": "written after the snapshot\n"}))
+            .expect(Expect::Status(200))
+    });
+    s.add("fs-create", "POST", FORKS, |st| {
+        st.json(json!({"from": older, "label": "from a snapshot"}))
+            .expect(Expect::Status(201))
+    });
+    let fork = id("forkId", "fs-create", 1);
+    s.add("fs-read", "GET", &base_md, |st| {
+        st.header("X-Workspace-Id", &fork)
+            .expect(Expect::FileContent(b"parent wins this\n".to_vec()))
+    });
+    s.add("fs-discard", "DELETE", &format!("{FORKS}/{fork}"), |st| {
+        st.expect(Expect::Status(204))
+    });
+    s.add(
+        "fs-snapshot-delete",
+        "DELETE",
+        &format!("/v1/host/workspace/snapshots/{older}"),
+        |st| st.expect(Expect::Status(204)),
+    );
+
+    // A workspace with a live fork: deleted only with ?force=true, which discards it.
+    s.section("forks: a forced workspace delete");
+    let wide = |st: Step| st.who(Who::Wide).header("X-Workspace-Id", wide_ws);
+    s.add("fw-create", "POST", FORKS, |st| {
+        wide(st)
+            .json(json!({"label": "left running"}))
+            .expect(Expect::Status(201))
+    });
+    let fork = id("forkId", "fw-create", 1);
+    s.add("fw-write", "PUT", &file_url("wide/a.md"), |st| {
+        st.who(Who::Wide)
+            .header("X-Workspace-Id", &fork)
+            .json(json!({"content": "the fork's"}))
+            .expect(Expect::Status(200))
+    });
+    let ws_url = format!("/workspaces/{wide_ws}");
+    s.add("fw-delete-refused", "DELETE", &ws_url, |st| {
+        st.who(Who::Wide).expect(Expect::Status(409))
+    });
+    s.add(
+        "fw-delete-forced",
+        "DELETE",
+        &format!("{ws_url}?force=true"),
+        |st| st.who(Who::Wide).expect(Expect::Status(204)),
+    );
+    s.add("fw-gone", "GET", &ws_url, |st| {
+        st.who(Who::Wide).expect(Expect::Envelope(404, "not_found"))
+    });
+    s.add("fw-fork-gone", "GET", &file_url("wide/a.md"), |st| {
+        st.who(Who::Wide)
+            .header("X-Workspace-Id", &fork)
+            .expect(Expect::Envelope(404, "not_found"))
+    });
 }
 
 // ----------------------------------------------------------------------- normalisation
@@ -1439,6 +1723,9 @@ fn script() -> Vec<Step> {
 /// in `etag`, like a diff's `fromEtag`, is an etag too.)
 const GENERATED: &[&str] = &[
     "workspaceId",
+    "forkId",
+    "parentWorkspaceId",
+    "mergeId",
     "snapshotId",
     "runId",
     "uploadId",
@@ -1488,11 +1775,18 @@ impl Ids {
         out
     }
 
-    /// Real values (long enough not to collide with ordinary text) inside other strings.
+    /// Real values (long enough not to collide with ordinary text) inside other strings,
+    /// the longest first (a fork's id holds its parent's).
     fn replace_inside(&self, text: &str) -> String {
         let mut out = text.to_owned();
-        for (r, p) in &self.placeholder {
-            if r.len() >= 12 && out.contains(r.as_str()) && out != *r {
+        let mut reals: Vec<(&String, &String)> = self
+            .placeholder
+            .iter()
+            .filter(|(r, _)| r.len() >= 12 && text.contains(r.as_str()) && text != r.as_str())
+            .collect();
+        reals.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(b.0)));
+        for (r, p) in reals {
+            if out.contains(r.as_str()) && out != *r {
                 out = out.replace(r.as_str(), p);
             }
         }

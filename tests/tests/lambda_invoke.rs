@@ -11,6 +11,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 use workspace_core::keys::KeyStore;
+use workspace_core::scope::Scope;
 use workspace_store_aws::keys_table::DynamoKeys;
 use workspace_store_aws::{items, layout};
 use workspace_tests::rie::{self, build_bootstraps, emulate, sam_local, Emulated};
@@ -70,6 +71,16 @@ fn put_at(path: &'static str, content: &'static str) -> impl Fn(&mut Value) {
         let b = serde_json::json!({ "content": content }).to_string();
         e["headers"]["content-length"] = b.len().to_string().into();
         e["body"] = b.into();
+    }
+}
+
+/// An edit of a file route's event: `path` instead of its own.
+fn file_at(path: &'static str) -> impl Fn(&mut Value) {
+    move |e: &mut Value| {
+        let raw = format!("/v1/host/workspace/files/{path}");
+        e["rawPath"] = raw.clone().into();
+        e["requestContext"]["http"]["path"] = raw.into();
+        e["pathParameters"]["path"] = path.into();
     }
 }
 
@@ -739,6 +750,150 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     .await;
     assert_eq!(allowed["isAuthorized"], true, "{allowed}");
     assert_eq!(allowed["context"]["tenant_id"], "acme", "{allowed}");
+
+    // A fork (`create-fork.json`) whose base's file list is stored in parts, as the base
+    // of a workspace of about a thousand long paths is (over 350 KB): here the base is
+    // rewritten into that form (the store's own part item; the record then names its
+    // parts and holds no files), so a few files stand for a thousand. A delete in the fork
+    // of a file it inherits reads the base and its parts; the parent keeps its file.
+    let forked = invoke(&snapshots_fn, "create-fork.json").await;
+    assert_eq!(status(&forked), 201, "{forked}");
+    let fork = body(&forked)["forkId"].as_str().expect("forkId").to_owned();
+    let base_id = body(&forked)["base"]["snapshotId"]
+        .as_str()
+        .expect("the base's snapshotId")
+        .to_owned();
+    let base_sk = layout::snapshot_sk(&base_id);
+    let part_sk = layout::snapshot_part_sk(&base_id, 0);
+    let mut base = env
+        .clients
+        .dynamodb
+        .get_item()
+        .table_name(&env.table)
+        .key("pk", items::s(main))
+        .key("sk", items::s(&base_sk))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("GetItem")
+        .item()
+        .cloned()
+        .expect("the fork's base snapshot in the parent");
+    let snapshot = items::snapshot_from(&base).expect("a snapshot record");
+    assert!(
+        snapshot.files.iter().any(|f| f.path == "notes/thrice.md"),
+        "the base holds notes/thrice.md: {:?}",
+        snapshot.files
+    );
+    let part = items::snapshot_part_item(
+        &Scope::parse("acme", "main").unwrap(),
+        main.to_owned(),
+        part_sk.clone(),
+        items::get_s(&base, "files").expect("an inline file list"),
+        &snapshot,
+    );
+    base.insert("files".to_owned(), items::s("[]"));
+    base.insert("parts".to_owned(), items::n(1));
+    for item in [part, base] {
+        env.clients
+            .dynamodb
+            .put_item()
+            .table_name(&env.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("PutItem");
+    }
+    // An edit of a file event: `path` in the fork.
+    let at = |path: &'static str| {
+        let fork = fork.clone();
+        move |e: &mut Value| {
+            file_at(path)(e);
+            e["headers"]["x-workspace-id"] = fork.clone().into();
+        }
+    };
+    let deleted = invoke_edited(&delete_fn, "delete-file.json", at("notes/thrice.md")).await;
+    assert_eq!(status(&deleted), 204, "{deleted}");
+    let gone = invoke_edited(&get_fn, "get-file.json", at("notes/thrice.md")).await;
+    assert_eq!(status(&gone), 404, "deleted in the fork: {gone}");
+    let kept = invoke_edited(&get_fn, "get-file.json", at("notes/fresh.md")).await;
+    assert_eq!(
+        (status(&kept), body(&kept)["content"].as_str()),
+        (200, Some("hello fresh")),
+        "still inherited through the base's parts: {kept}"
+    );
+    let parent = invoke_edited(&get_fn, "get-file.json", file_at("notes/thrice.md")).await;
+    assert_eq!(
+        (status(&parent), body(&parent)["content"].as_str()),
+        (200, Some("hello three")),
+        "the parent keeps its file: {parent}"
+    );
+    // The fork writes a file (a body under its prefix), then ends: its record expired (as
+    // DynamoDB's TTL has not removed it yet). The hourly sweep finds the fork by its keys in
+    // the bucket, reads its record, erases its partition and bodies and deletes its base
+    // (and the base's part) in the parent.
+    let wrote = invoke_edited(&put_fn, "put-file.json", |e| {
+        put_at("notes/fork.md", "written in the fork")(e);
+        e["headers"]["x-workspace-id"] = fork.clone().into();
+    })
+    .await;
+    assert_eq!(status(&wrote), 200, "{wrote}");
+    let fork_prefix = format!("t/acme/w/{fork}/");
+    assert!(
+        !versions_under(&env, &fork_prefix).await.is_empty(),
+        "the fork's body is stored under its prefix"
+    );
+    let fork_pk = format!("acme#{fork}");
+    let record_sk = layout::record_sk(
+        workspace_core::forks::FORK_RECORD_KIND,
+        workspace_core::forks::FORK_RECORD_KEY,
+    );
+    env.clients
+        .dynamodb
+        .update_item()
+        .table_name(&env.table)
+        .key("pk", items::s(&fork_pk))
+        .key("sk", items::s(&record_sk))
+        .update_expression("SET expiresAtMs = :ms, expiresAt = :s")
+        .condition_expression("attribute_exists(pk)")
+        .expression_attribute_values(":ms", items::n(1))
+        .expression_attribute_values(":s", items::n(1))
+        .send()
+        .await
+        .expect("UpdateItem of the fork record");
+    let swept = invoke(&sweep_fn, "schedule-sweep.json").await;
+    assert!(swept["examined"].as_u64().is_some(), "{swept}");
+    let left = env
+        .clients
+        .dynamodb
+        .query()
+        .table_name(&env.table)
+        .consistent_read(true)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(":pk", items::s(&fork_pk))
+        .send()
+        .await
+        .expect("Query");
+    assert_eq!(left.count(), 0, "the fork's items are erased: {left:?}");
+    assert_eq!(
+        versions_under(&env, &fork_prefix).await,
+        Vec::<String>::new(),
+        "the fork's bodies are erased"
+    );
+    assert!(
+        !item_exists(&env, main, &base_sk).await,
+        "its base is deleted"
+    );
+    assert!(
+        !item_exists(&env, main, &part_sk).await,
+        "and the base's part"
+    );
+    let parent = invoke_edited(&get_fn, "get-file.json", file_at("notes/thrice.md")).await;
+    assert_eq!(
+        (status(&parent), body(&parent)["content"].as_str()),
+        (200, Some("hello three")),
+        "the parent is untouched: {parent}"
+    );
 
     // Every recorded event went to its function.
     let recorded: BTreeSet<String> = std::fs::read_dir(root().join("events"))
