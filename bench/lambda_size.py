@@ -64,7 +64,7 @@ def cap_of(binary: str, sdks: list[str]) -> tuple[float, str]:
     if binary in REDACTING:
         return CAP_REDACTING, "redacts with the regex engine"
     if "s3" in sdks:
-        return CAP_S3_DYNAMODB, "S3 and DynamoDB"
+        return CAP_S3_DYNAMODB, "S3 and DynamoDB" if "dynamodb" in sdks else "S3 (no DynamoDB)"
     # DynamoDB only, or (the console) no AWS client at all: the smallest cap.
     return CAP_DYNAMODB, "DynamoDB only" if sdks else "no AWS client"
 
