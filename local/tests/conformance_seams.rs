@@ -13,6 +13,8 @@ use std::time::Duration;
 const KEY: &str = "seam-tenant-a-key-000001";
 const WORKSPACE_OP: &str = "/v1/host/sample/workspace/op";
 const SURFACE: &str = "/v1/host/sample/test/surface";
+const OWNED_RUN: &str = "/v1/host/sample/identity/owned-run";
+const CROSS_WORKSPACE_READ: &str = "/v1/host/sample/identity/cross-workspace-read";
 
 fn env(gate: Option<&'static str>) -> Vec<(&'static str, &'static str)> {
     let mut env = vec![("WORKSPACE_API_KEYS", "seam-tenant-a-key-000001=acme/main")];
@@ -30,6 +32,13 @@ async fn post(c: &Client, s: &Server, path: &str, key: &str, body: Value) -> (St
         .send()
         .await
         .unwrap();
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+async fn get(c: &Client, s: &Server, path: &str, key: &str) -> (StatusCode, Value) {
+    let r = c.get(s.url(path)).bearer_auth(key).send().await.unwrap();
     let status = r.status();
     let text = r.text().await.unwrap();
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
@@ -74,6 +83,16 @@ async fn the_seams_are_unknown_routes_unless_the_gate_is_exactly_true() {
             assert_eq!(answer["error"], unknown["error"], "gate {gate:?}");
             assert_eq!(answer["error"], "not_found");
         }
+        // The identity seams too: exactly an unknown route, and no run started.
+        let (_, unknown) = get(&c, &s, "/v1/host/sample/identity/nothing", KEY).await;
+        let (status, answer) = get(&c, &s, OWNED_RUN, KEY).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "gate {gate:?}, {OWNED_RUN}");
+        assert_eq!(answer["error"], unknown["error"], "gate {gate:?}");
+        let (status, answer) = post(&c, &s, CROSS_WORKSPACE_READ, KEY, json!({})).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "gate {gate:?}");
+        assert_eq!(answer["error"], "not_found");
+        let (_, runs) = get(&c, &s, "/v1/runs", KEY).await;
+        assert_eq!(runs["runs"], json!([]), "gate {gate:?}");
         // Nothing was written through a closed seam.
         let (_, w) = op(&c, &s, json!({"tenant": "acme", "workspace": "main", "op": "put", "path": "x.md", "content": "x"})).await;
         assert_ne!(w["version"], 1);
@@ -219,19 +238,37 @@ async fn blobs_and_cache_through_the_surface_seam_stay_with_their_tenant_and_exp
     let s = Server::start(dir.path(), &env(Some("true"))).await;
     let c = Client::new();
 
-    // A probe of a missing blob is a 200 miss, never a 404.
-    let (status, probe) = surface(
+    // A probe of a missing blob is a 200 miss, never a 404, whatever key S3 would accept
+    // (the suite probes `__probe__`); the blob route answers the same miss 404.
+    for key in ["probe-missing", "__probe__", ".hidden", "-x", "a b?#"] {
+        let (status, probe) = surface(&c, &s, "tenant-a", "blob", "get", json!({"key": key})).await;
+        assert_eq!(
+            (status, probe),
+            (StatusCode::OK, json!({"found": false})),
+            "{key}"
+        );
+    }
+    let miss = c
+        .get(s.url("/v1/host/blob/default/__probe__"))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(miss.status(), StatusCode::NOT_FOUND);
+    let miss: Value = miss.json().await.unwrap();
+    assert_eq!(miss["error"], "blob_object_not_found");
+    // `__probe__` is an ordinary key: stored and read back through the seam.
+    let (status, _) = surface(
         &c,
         &s,
         "tenant-a",
         "blob",
-        "get",
-        json!({"key": "probe-missing"}),
+        "put",
+        json!({"key": "__probe__", "contentBase64": base64_encode(b"p"), "contentType": "text/plain"}),
     )
     .await;
-    assert_eq!((status, probe), (StatusCode::OK, json!({"found": false})));
-    // A key no blob can have is a 400 that says why (not a miss, not a 404).
-    let (status, bad) = surface(
+    assert_eq!(status, StatusCode::OK);
+    let (_, got) = surface(
         &c,
         &s,
         "tenant-a",
@@ -240,10 +277,16 @@ async fn blobs_and_cache_through_the_surface_seam_stay_with_their_tenant_and_exp
         json!({"key": "__probe__"}),
     )
     .await;
-    assert_eq!(
-        (status, bad["error"].clone()),
-        (StatusCode::BAD_REQUEST, json!("validation_error"))
-    );
+    assert_eq!(got["found"], true, "{got}");
+    // A key no blob can have is a 400 that says why (not a miss, not a 404).
+    for key in ["../x", "a/./b", "", "a\u{1}b"] {
+        let (status, bad) = surface(&c, &s, "tenant-a", "blob", "get", json!({"key": key})).await;
+        assert_eq!(
+            (status, bad["error"].clone()),
+            (StatusCode::BAD_REQUEST, json!("validation_error")),
+            "{key:?}"
+        );
+    }
     let bytes = b"presigned-payload";
     let b64 = base64_encode(bytes);
     let (status, put) = surface(
@@ -344,4 +387,84 @@ async fn blobs_and_cache_through_the_surface_seam_stay_with_their_tenant_and_exp
 fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The `cross-workspace-isolation` scenario's seams (RFC 0048): a run the caller owns
+/// carries `owner` with a non-empty tenant, as `GET /v1/runs/{runId}` answers it, and a
+/// read of another workspace's run fails closed with a 4xx `run_forbidden` (not 404, which
+/// the scenario takes for an unwired seam) carrying nothing of the run.
+#[tokio::test]
+async fn the_identity_seams_show_run_ownership_and_cross_workspace_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, _) = common::create_key(
+        dir.path(),
+        &["--tenant", "acme", "--workspace", "main", "--read-only"],
+    );
+    let s = Server::start(dir.path(), &env(Some("true"))).await;
+    let c = Client::new();
+
+    let (status, owned) = get(&c, &s, OWNED_RUN, KEY).await;
+    assert_eq!(status, StatusCode::OK, "{owned}");
+    let owner = &owned["owner"];
+    assert_eq!(owner["tenant"], "acme", "{owned}");
+    assert_eq!(owner["workspace"], "main", "{owned}");
+    assert!(
+        owner["principal"].as_str().is_some_and(|p| !p.is_empty()),
+        "{owned}"
+    );
+    let id = owned["runId"].as_str().expect("runId").to_owned();
+    assert!(id.starts_with("run_"), "{id}");
+    assert!(owned["workspace"].is_array(), "a run snapshot: {owned}");
+    // The same run, through the runs route, with the same owner.
+    let (status, via_route) = get(&c, &s, &format!("/v1/runs/{id}"), KEY).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(via_route["owner"], *owner);
+
+    let (status, refused) = post(&c, &s, CROSS_WORKSPACE_READ, KEY, json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert_eq!(refused["error"], "run_forbidden", "{refused}");
+    assert_eq!(
+        refused.as_object().map(|o| o.len()),
+        Some(2),
+        "only error and message: {refused}"
+    );
+    assert!(
+        !refused.to_string().contains("openwop-identity-seam"),
+        "{refused}"
+    );
+    // Runs of the other workspace never show in the caller's: only the one it owns.
+    let (_, runs) = get(&c, &s, "/v1/runs", KEY).await;
+    let listed: Vec<&Value> = runs["runs"].as_array().unwrap().iter().collect();
+    assert_eq!(listed.len(), 1, "{runs}");
+    assert_eq!(listed[0]["runId"], id.as_str());
+
+    // Bad bodies are 400 and start nothing; a credential is needed, and one that may write.
+    for body in ["not json", "[]", "\"{}\""] {
+        let r = c
+            .post(s.url(CROSS_WORKSPACE_READ))
+            .bearer_auth(KEY)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{body}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"], "validation_error");
+    }
+    let r = c.get(s.url(OWNED_RUN)).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = c
+        .post(s.url(CROSS_WORKSPACE_READ))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let (status, _) = get(&c, &s, OWNED_RUN, &reader).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = post(&c, &s, CROSS_WORKSPACE_READ, &reader, json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (_, runs) = get(&c, &s, "/v1/runs", KEY).await;
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(1), "{runs}");
 }

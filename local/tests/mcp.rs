@@ -81,11 +81,35 @@ async fn python_mcp_client_over_streamable_http() {
             .is_some_and(|t| t.iter().any(|x| x == "wait_for_changes")),
         "{mcp}"
     );
-    let url = mcp["url"]
+    // The shape the openwop suite reads (serverUrls, profiles, serverMount), and the
+    // server it names answers an MCP initialize.
+    workspace_contract::protocol::check_mcp_family(&doc);
+    let url = mcp["serverUrls"][0]
         .as_str()
         .expect("an absolute URL locally")
         .to_owned();
     assert_eq!(url, server.url("/mcp"));
+    assert_eq!(mcp["url"], url.as_str());
+    let init = reqwest::Client::new()
+        .post(&url)
+        .bearer_auth(KEY)
+        .header("accept", "application/json, text/event-stream")
+        .json(&serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "discovery-check", "version": "1"},
+            },
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(init.status(), reqwest::StatusCode::OK);
+    let init: serde_json::Value = init.json().await.unwrap();
+    assert_eq!(init["id"], 1, "{init}");
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    assert!(init["result"]["serverInfo"]["name"].is_string(), "{init}");
     let base = url.strip_suffix("/mcp").unwrap().to_owned();
     let run = tokio::task::spawn_blocking(move || {
         python_client(&[

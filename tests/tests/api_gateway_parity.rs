@@ -2009,7 +2009,8 @@ struct Seen {
 /// How a discovery document says events are delivered differs by design (EventBridge on
 /// AWS; the stream and webhooks on the local server); what they are must not: only the
 /// events family's `source` and `detailType` are compared. Likewise the MCP family's
-/// absolute `url` (its `path` is compared).
+/// absolute `url` (its `path` is compared) and the origin of its `serverUrls` (absolute
+/// where the public URL is known, root-relative elsewhere: their paths are compared).
 fn only_the_event_contract(doc: &mut Value) {
     if doc.get("protocol").and_then(Value::as_str) != Some("openwop") {
         return;
@@ -2023,6 +2024,17 @@ fn only_the_event_contract(doc: &mut Value) {
     for at in ["/mcp", "/capabilities/mcp"] {
         if let Some(o) = doc.pointer_mut(at).and_then(Value::as_object_mut) {
             o.remove("url");
+            if let Some(urls) = o.get_mut("serverUrls").and_then(Value::as_array_mut) {
+                for u in urls.iter_mut() {
+                    if let Some(path) = u
+                        .as_str()
+                        .and_then(|s| s.split_once("://"))
+                        .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_owned()))
+                    {
+                        *u = Value::String(path);
+                    }
+                }
+            }
         }
     }
 }
@@ -2764,5 +2776,22 @@ fn normalisation_hides_only_what_two_stores_may_differ_in() {
     assert!(problems.is_empty(), "{problems:?}");
     let e3 = normalize(&answer(doc(false, "someone-else"), "\"x\""), &mut b, "s3");
     compare(&e1, &e3, &mut problems);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    // The MCP server's URLs: compared by path, whatever origin one side knows.
+    let mcp = |urls: Value| {
+        let family = json!({"path": "/mcp", "serverUrls": urls});
+        json!({"protocol": "openwop", "mcp": family, "capabilities": {"mcp": family}})
+    };
+    let mut problems = Vec::new();
+    let m1 = normalize(
+        &answer(mcp(json!(["http://127.0.0.1:1/mcp"])), "\"x\""),
+        &mut a,
+        "s4",
+    );
+    let m2 = normalize(&answer(mcp(json!(["/mcp"])), "\"x\""), &mut b, "s4");
+    compare(&m1, &m2, &mut problems);
+    assert!(problems.is_empty(), "{problems:?}");
+    let m3 = normalize(&answer(mcp(json!(["/elsewhere"])), "\"x\""), &mut b, "s4");
+    compare(&m1, &m3, &mut problems);
     assert_eq!(problems.len(), 1, "{problems:?}");
 }

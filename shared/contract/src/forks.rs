@@ -524,8 +524,14 @@ pub async fn merges_apply_only_what_strategies_and_resolutions_allow(h: Harness)
     assert_eq!(h.contents(KEY_OTHER, Some(&other)).await, other_after);
 
     // Content resolutions, edited by a person or a program.
+    let deleted = h.get(KEY_A, "del.md").await.assert_ok();
     let body = json!({ "resolutions": { "both.md": { "content": "resolved\n" } } });
     let merged = h.merge(KEY_A, &fork, body).await.assert_ok();
+    // A delete names the version it ended (the parent's head it deleted), and no etag.
+    let line = &merged["applied"][2];
+    assert_eq!(line["operation"], "delete", "{merged}");
+    assert_eq!(line["version"], deleted["version"], "{merged}");
+    assert!(line.get("etag").is_none(), "{merged}");
     assert_eq!(
         ops(&merged),
         vec![

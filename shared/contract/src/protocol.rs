@@ -65,6 +65,7 @@ pub async fn discovery_advertises_families_at_root_and_under_capabilities(h: Har
                 );
             }
         }
+        check_mcp_family(&doc);
     }
     let health = h
         .call(Method::GET, "/health", None)
@@ -72,6 +73,47 @@ pub async fn discovery_advertises_families_at_root_and_under_capabilities(h: Har
         .await
         .assert_ok();
     assert_eq!(health["status"], "ok");
+}
+
+/// The `mcp` family as the openwop suite reads it: `serverUrls` (each the absolute or
+/// root-relative URL of `/mcp`), `profiles` (`mcp-<revision>` for each protocol revision
+/// spoken), and `serverMount` (RFC 0020: publishing workflows as tools) well-formed and
+/// not claimed, as this host has no workflows.
+pub fn check_mcp_family(doc: &Value) {
+    let mcp = &doc["mcp"];
+    assert_eq!(
+        mcp, &doc["capabilities"]["mcp"],
+        "mcp same under capabilities"
+    );
+    assert_eq!(mcp["supported"], true, "{mcp}");
+    let urls = mcp["serverUrls"].as_array().expect("mcp.serverUrls");
+    assert!(!urls.is_empty(), "{mcp}");
+    for u in urls {
+        let u = u.as_str().expect("a serverUrls entry is a string");
+        let absolute = u.starts_with("http://") || u.starts_with("https://");
+        assert!(
+            (absolute || u.starts_with('/')) && u.ends_with("/mcp"),
+            "serverUrls entry {u}"
+        );
+    }
+    let versions: Vec<String> = mcp["protocolVersions"]
+        .as_array()
+        .expect("mcp.protocolVersions")
+        .iter()
+        .map(|v| format!("mcp-{}", v.as_str().expect("a version")))
+        .collect();
+    let mut profiles: Vec<String> = mcp["profiles"]
+        .as_array()
+        .expect("mcp.profiles")
+        .iter()
+        .map(|p| p.as_str().expect("a profile").to_owned())
+        .collect();
+    assert_eq!(profiles.first().map(String::as_str), Some("mcp-2025-11-25"));
+    profiles.sort();
+    let mut spoken = versions;
+    spoken.sort();
+    assert_eq!(profiles, spoken, "one profile per protocol revision spoken");
+    assert_eq!(mcp["serverMount"], json!({ "supported": false }), "{mcp}");
 }
 
 pub async fn unknown_routes_and_methods_get_the_envelope(h: Harness) {

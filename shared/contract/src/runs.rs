@@ -2,7 +2,7 @@
 //! the run started, is listed newest first, is scoped like everything else, and expires
 //! with its snapshot.
 
-use crate::harness::{Harness, Reply, KEY_A, KEY_EVIL, KEY_OTHER, KEY_READ_ONLY};
+use crate::harness::{Harness, Reply, KEY_A, KEY_EVIL, KEY_OTHER, KEY_READ_ONLY, KEY_TENANT};
 use http::Method;
 use serde_json::{json, Value};
 use workspace_core::service::DEFAULT_SNAPSHOT_TTL_MS;
@@ -154,15 +154,26 @@ pub async fn runs_are_scoped_and_expire_with_their_snapshot(h: Harness) {
     h.put(KEY_A, "g.md", "g").await.assert_ok();
     let run = h.start_run(KEY_A, "wf").await.assert_ok();
     let id = run["runId"].as_str().unwrap().to_owned();
-    // Another workspace of the tenant, and another tenant: not found, never listed.
-    for key in [KEY_OTHER, KEY_EVIL] {
-        let refused = h.get_run(key, &id).await.assert_error(404, "not_found");
+    // Another workspace of the tenant: refused (run_forbidden); another tenant, even with
+    // a workspace of the same name: not found. Neither sees anything of it, nor lists it.
+    for (key, status, code) in [
+        (KEY_OTHER, 403, "run_forbidden"),
+        (KEY_EVIL, 404, "not_found"),
+    ] {
+        let refused = h.get_run(key, &id).await.assert_error(status, code);
         assert!(!refused.to_string().contains("g.md"));
+        assert!(!refused.to_string().contains("\"wf\""), "{refused}");
         assert_eq!(h.list_runs(key, "").await.assert_ok()["runs"], json!([]));
     }
-    h.get_run(KEY_A, "run_0000000000000_0000000000000000")
-        .await
-        .assert_error(404, "not_found");
+    for unknown in [
+        "run_0000000000000_0000000000000000",
+        "run_0000000000000_0000000000000000_main",
+        "run_0000000000000_0000000000000000_other",
+    ] {
+        h.get_run(KEY_A, unknown)
+            .await
+            .assert_error(404, "not_found");
+    }
     h.get_run(KEY_A, "run_bad%20id")
         .await
         .assert_error(400, "validation_error");
@@ -171,5 +182,88 @@ pub async fn runs_are_scoped_and_expire_with_their_snapshot(h: Harness) {
     h.get_run(KEY_A, &id).await.assert_ok();
     h.clock.advance(2000);
     h.get_run(KEY_A, &id).await.assert_error(404, "not_found");
+    // An expired run of another workspace is no run either.
+    h.get_run(KEY_OTHER, &id)
+        .await
+        .assert_error(404, "not_found");
     assert_eq!(h.list_runs(KEY_A, "").await.assert_ok()["runs"], json!([]));
+}
+
+/// RFC 0048: a run records its owner `{tenant, workspace, principal}` from the identity
+/// that started it, answers it on create, read and listing, and only its own workspace
+/// reads it: another workspace of the tenant is refused with `run_forbidden` (403), another
+/// tenant gets 404, and a refusal carries nothing of the run.
+pub async fn runs_record_their_owner_and_refuse_other_workspaces(h: Harness) {
+    h.put(KEY_A, "owned.md", "o").await.assert_ok();
+    let created = h.start_run(KEY_A, "owned-wf").await;
+    assert_eq!(created.status.as_u16(), 201);
+    let run = created.json();
+    let id = run["runId"].as_str().unwrap().to_owned();
+    let alice = json!({ "tenant": "acme", "workspace": "main", "principal": "alice" });
+    assert_eq!(run["owner"], alice, "{run}");
+    let got = h.get_run(KEY_A, &id).await.assert_ok();
+    assert_eq!(got["owner"], alice, "{got}");
+    // Another principal of the same workspace reads it, and the owner stays who started it.
+    assert_eq!(
+        h.get_run(KEY_READ_ONLY, &id).await.assert_ok()["owner"],
+        alice
+    );
+    let listed = h.list_runs(KEY_A, "").await.assert_ok();
+    assert_eq!(listed["runs"][0]["owner"], alice, "{listed}");
+
+    // A run of acme/other, by olga: hers, and refused to acme/main.
+    h.put(KEY_OTHER, "theirs.md", "secret-of-other")
+        .await
+        .assert_ok();
+    let theirs = h.start_run(KEY_OTHER, "other-wf").await.assert_ok();
+    assert_eq!(
+        theirs["owner"],
+        json!({ "tenant": "acme", "workspace": "other", "principal": "olga" })
+    );
+    let other_id = theirs["runId"].as_str().unwrap().to_owned();
+    for key in [KEY_A, KEY_READ_ONLY] {
+        let refused = h
+            .get_run(key, &other_id)
+            .await
+            .assert_error(403, "run_forbidden");
+        let text = refused.to_string();
+        assert!(
+            !text.contains("theirs.md") && !text.contains("other-wf") && !text.contains("olga"),
+            "{text}"
+        );
+        assert_eq!(
+            refused.as_object().map(|o| o.len()),
+            Some(2),
+            "just error and message: {refused}"
+        );
+    }
+    // Another tenant: nothing, not even that it exists.
+    h.get_run(KEY_EVIL, &other_id)
+        .await
+        .assert_error(404, "not_found");
+    h.get_run(KEY_EVIL, &id)
+        .await
+        .assert_error(404, "not_found");
+    // A tenant-wide key acting in acme/main is refused acme/other's run the same way, and
+    // reads main's own with the owner who started it.
+    h.call(Method::GET, &format!("{RUNS}/{other_id}"), Some(KEY_TENANT))
+        .header("x-workspace-id", "main")
+        .send()
+        .await
+        .assert_error(403, "run_forbidden");
+    let via_tenant = h
+        .call(Method::GET, &format!("{RUNS}/{id}"), Some(KEY_TENANT))
+        .header("x-workspace-id", "main")
+        .send()
+        .await
+        .assert_ok();
+    assert_eq!(via_tenant["owner"], alice);
+    // Its owner still reads it whole.
+    let own = h.get_run(KEY_OTHER, &other_id).await.assert_ok();
+    assert_eq!(own["workspace"][0]["path"], "theirs.md");
+    // A plain snapshot of acme/other is no run, whoever asks.
+    let snap = h.snapshot(KEY_OTHER).await.assert_ok();
+    h.get_run(KEY_A, snap["snapshotId"].as_str().unwrap())
+        .await
+        .assert_error(404, "not_found");
 }

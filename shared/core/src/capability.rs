@@ -22,6 +22,8 @@ pub enum CapabilityCode {
     EventsExpired,
     /// 410: the version was erased from history.
     VersionErased,
+    /// 403: a run of another workspace of the caller's tenant (RFC 0048 §D).
+    RunForbidden,
 }
 
 impl CapabilityCode {
@@ -36,6 +38,7 @@ impl CapabilityCode {
             Self::CacheTtlExceedsMax => "cache_ttl_exceeds_max",
             Self::EventsExpired => "events_expired",
             Self::VersionErased => "gone",
+            Self::RunForbidden => "run_forbidden",
         }
     }
 }

@@ -70,6 +70,11 @@ pub struct Snapshot {
     /// Set on a run record's snapshot (`service/runs.rs`): the workflow the run is of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_id: Option<String>,
+    /// Set on a run record's snapshot: the principal that started it (its owner with the
+    /// scope the record is stored in; RFC 0048 `RunSnapshot.owner`). Runs recorded before
+    /// owners were kept have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
     /// A checkpoint's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
@@ -93,6 +98,8 @@ pub struct SnapshotInfo {
     pub created_at: Millis,
     pub expires_at: Millis,
     pub workflow_id: Option<String>,
+    /// A run's principal (see [`Snapshot::principal`]).
+    pub principal: Option<String>,
     pub label: Option<String>,
     pub keep: bool,
 }
@@ -104,6 +111,7 @@ impl Snapshot {
             created_at: self.created_at,
             expires_at: self.expires_at,
             workflow_id: self.workflow_id.clone(),
+            principal: self.principal.clone(),
             label: self.label.clone(),
             keep: self.keep,
         }

@@ -118,13 +118,30 @@ fn search() -> Value {
     })
 }
 
-/// The MCP server: where (absolute where the public URL is known), how, which versions and
-/// tools.
+/// The MCP profiles `/mcp` implements: one per protocol revision it speaks
+/// (`mcp-<revision>`), newest first.
+pub fn mcp_profiles() -> Vec<String> {
+    MCP_PROTOCOL_VERSIONS
+        .iter()
+        .rev()
+        .map(|v| format!("mcp-{v}"))
+        .collect()
+}
+
+/// The MCP server: where (absolute where the public URL is known, else root-relative, in
+/// `serverUrls` as the spec's schema has it), how, which profiles, versions and tools.
+/// `serverMount` (RFC 0020) is the host publishing its *workflows* as MCP tools; this host
+/// has no workflows (its `/mcp` serves the workspace tools), so it says so rather than
+/// leaving a client to guess.
 fn mcp(public_url: Option<&str>) -> Value {
+    let url = public_url.map(|base| format!("{}/mcp", base.trim_end_matches('/')));
     json!({
         "supported": true,
         "path": "/mcp",
-        "url": public_url.map(|base| format!("{}/mcp", base.trim_end_matches('/'))),
+        "url": url,
+        "serverUrls": [url.as_deref().unwrap_or("/mcp")],
+        "profiles": mcp_profiles(),
+        "serverMount": { "supported": false },
         "transport": "streamable-http",
         "protocolVersions": MCP_PROTOCOL_VERSIONS,
         "tools": MCP_TOOLS,

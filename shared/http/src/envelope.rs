@@ -62,7 +62,7 @@ fn capability_status(code: CapabilityCode) -> StatusCode {
         CapabilityCode::BlobObjectTooLarge | CapabilityCode::CacheValueTooLarge => {
             StatusCode::PAYLOAD_TOO_LARGE
         }
-        CapabilityCode::BlobPresignExpired => StatusCode::FORBIDDEN,
+        CapabilityCode::BlobPresignExpired | CapabilityCode::RunForbidden => StatusCode::FORBIDDEN,
         CapabilityCode::EventsExpired | CapabilityCode::VersionErased => StatusCode::GONE,
         CapabilityCode::CacheTtlExceedsMax => StatusCode::BAD_REQUEST,
     }

@@ -1,6 +1,8 @@
 //! The openwop conformance test seams (`host-sample-test-seams.md`): routes that act as
 //! any owner the request body names, so a suite holding one key can prove that two owners
-//! never see each other's files, blobs or cache entries. Outside the route table (never in
+//! never see each other's files, blobs, cache entries or runs (the identity seams of the
+//! `cross-workspace-isolation` scenario act as the caller, and start the other workspace's
+//! run themselves). Outside the route table (never in
 //! template.yaml, never on Lambda); the local server serves them only when
 //! `OPENWOP_TEST_SEAM_ENABLED=true`, and answers 404 like any unknown route otherwise.
 //!
@@ -25,8 +27,10 @@ use workspace_core::{Access, Identity, Result, Scope, WorkspaceError};
 
 pub const WORKSPACE_OP: &str = "/v1/host/sample/workspace/op";
 pub const TEST_SURFACE: &str = "/v1/host/sample/test/surface";
+pub const OWNED_RUN: &str = "/v1/host/sample/identity/owned-run";
+pub const CROSS_WORKSPACE_READ: &str = "/v1/host/sample/identity/cross-workspace-read";
 
-/// Both seams, for [`crate::App::serve_extra`].
+/// Every seam, for [`crate::App::serve_extra`].
 pub static ROUTES: &[ExtraRoute] = &[
     ExtraRoute {
         method: Method::POST,
@@ -37,6 +41,16 @@ pub static ROUTES: &[ExtraRoute] = &[
         method: Method::POST,
         path: TEST_SURFACE,
         handler: test_surface,
+    },
+    ExtraRoute {
+        method: Method::GET,
+        path: OWNED_RUN,
+        handler: owned_run,
+    },
+    ExtraRoute {
+        method: Method::POST,
+        path: CROSS_WORKSPACE_READ,
+        handler: cross_workspace_read,
     },
 ];
 
@@ -320,6 +334,56 @@ async fn cache_op(c: &Call<'_>, who: &Identity, op: &str, raw: &Value) -> Result
         other => return Err(unknown_op("cache", other, "put, get or delete")),
     };
     Ok(json_response(StatusCode::OK, &body))
+}
+
+/// The workflow the identity seams' runs are of.
+const SEAM_WORKFLOW: &str = "openwop-identity-seam";
+/// The other workspace (of the caller's tenant) whose run the cross-workspace read tries.
+const OTHER_WORKSPACE: &str = "openwop-seam-other-workspace";
+
+/// The caller as its credential makes it (WCT-1 included), able to start a run.
+async fn run_starter(c: &Call<'_>) -> Result<Identity> {
+    let who = c.identify().await?;
+    if !who.access.write {
+        return Err(WorkspaceError::Forbidden(
+            "this seam starts a run: it needs a credential with workspace:write".to_owned(),
+        ));
+    }
+    Ok(who)
+}
+
+/// `GET /v1/host/sample/identity/owned-run`: a run the caller owns, as
+/// `GET /v1/runs/{runId}` answers it (with `owner: {tenant, workspace, principal}`). Each
+/// call starts one (workflow `openwop-identity-seam`) in the caller's own workspace,
+/// through the same service as `POST /v1/runs`; it expires like any run.
+fn owned_run(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = run_starter(&c).await?;
+        let files = c.app.files()?;
+        let run = files.create_run(&who, SEAM_WORKFLOW).await?;
+        crate::runs::get(files, &who, &run.id).await
+    })
+}
+
+/// `POST /v1/host/sample/identity/cross-workspace-read` (body `{}`): a run owned by another
+/// workspace of the caller's tenant (started there by the seam's principal), read as the
+/// caller, answered exactly as `GET /v1/runs/{runId}` answers the caller: 403
+/// `run_forbidden`, nothing of the run.
+fn cross_workspace_read(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let _: serde_json::Map<String, Value> = parse(c.body, "a JSON object ({})")?;
+        let who = run_starter(&c).await?;
+        let other = if who.scope.workspace.as_str() == OTHER_WORKSPACE {
+            format!("{OTHER_WORKSPACE}-2")
+        } else {
+            OTHER_WORKSPACE.to_owned()
+        };
+        let other = Scope::parse(who.scope.tenant.as_str(), &other)?;
+        let stranger = owner(&c, other, true).await?;
+        let files = c.app.files()?;
+        let run = files.create_run(&stranger, SEAM_WORKFLOW).await?;
+        crate::runs::get(files, &who, &run.id).await
+    })
 }
 
 fn unknown_op(surface: &str, op: &str, known: &str) -> WorkspaceError {

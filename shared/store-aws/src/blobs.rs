@@ -10,10 +10,11 @@ use async_trait::async_trait;
 use aws_sdk_s3::primitives::{ByteStream, DateTime};
 use aws_sdk_s3::Client;
 use workspace_core::blob::{
-    bucket_prefix, BlobKey, BlobLocation, BlobMeta, BlobStore, PresignSpec, PresignedUrl,
+    bucket_prefix, BlobKey, BlobLocation, BlobMeta, BlobPrefix, BlobStore, PresignSpec,
+    PresignedUrl,
 };
 use workspace_core::model::Millis;
-use workspace_core::{PathPrefix, Result, Scope, WorkspaceError};
+use workspace_core::{Result, Scope, WorkspaceError};
 
 #[derive(Clone)]
 pub struct S3Blobs {
@@ -153,7 +154,7 @@ impl BlobStore for S3Blobs {
         &self,
         scope: &Scope,
         bucket: &str,
-        prefix: &PathPrefix,
+        prefix: &BlobPrefix,
         after: Option<&BlobKey>,
         limit: usize,
     ) -> Result<Vec<BlobMeta>> {

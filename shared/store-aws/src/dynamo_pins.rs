@@ -408,7 +408,10 @@ impl DynamoMeta {
         };
         let query = self
             .newest_first(scope, &lo, &hi)
-            .projection_expression("#id, createdAt, expiresAtMs, workflowId, #label, #keep")
+            .projection_expression(
+                "#id, createdAt, expiresAtMs, workflowId, #principal, #label, #keep",
+            )
+            .expression_attribute_names("#principal", "principal")
             .expression_attribute_names("#label", "label")
             .expression_attribute_names("#keep", "keep")
             .expression_attribute_names("#id", "id");

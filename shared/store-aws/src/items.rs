@@ -236,6 +236,9 @@ pub fn snapshot_item(scope: &Scope, pk: String, sk: String, snap: &Snapshot) -> 
     if let Some(w) = &snap.workflow_id {
         item.insert("workflowId".into(), s(w));
     }
+    if let Some(p) = &snap.principal {
+        item.insert("principal".into(), s(p));
+    }
     if let Some(l) = &snap.label {
         item.insert("label".into(), s(l));
     }
@@ -281,6 +284,7 @@ pub fn snapshot_info_from(item: &Item) -> Result<SnapshotInfo> {
         created_at: get_n(item, "createdAt")?,
         expires_at: get_n(item, "expiresAtMs")?,
         workflow_id: opt_s(item, "workflowId")?,
+        principal: opt_s(item, "principal")?,
         label: opt_s(item, "label")?,
         keep: item.contains_key("keep") && get_bool(item, "keep")?,
     })
@@ -293,6 +297,7 @@ pub fn snapshot_from(item: &Item) -> Result<Snapshot> {
         expires_at: get_n(item, "expiresAtMs")?,
         files: serde_json::from_str(&get_s(item, "files")?).map_err(|_| bad("files"))?,
         workflow_id: opt_s(item, "workflowId")?,
+        principal: opt_s(item, "principal")?,
         label: opt_s(item, "label")?,
         keep: item.contains_key("keep") && get_bool(item, "keep")?,
         covers: match item.get("covers") {

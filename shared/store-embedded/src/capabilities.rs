@@ -17,11 +17,11 @@ use super::{db_err, decode, encode, EmbeddedStore};
 use async_trait::async_trait;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
 use workspace_core::blob::{
-    bucket_prefix, BlobKey, BlobLocation, BlobMeta, BlobStore, SupersededBlob,
+    bucket_prefix, BlobKey, BlobLocation, BlobMeta, BlobPrefix, BlobStore, SupersededBlob,
 };
 use workspace_core::cache::{CacheEntry, CacheKey, CacheStore};
 use workspace_core::model::Millis;
-use workspace_core::{PathPrefix, Result, Scope};
+use workspace_core::{Result, Scope};
 
 pub(crate) const CACHE: TableDefinition<&str, &[u8]> = TableDefinition::new("cache");
 pub(crate) const BLOB_META: TableDefinition<&str, &[u8]> = TableDefinition::new("blob_meta");
@@ -192,7 +192,7 @@ impl BlobStore for EmbeddedStore {
         &self,
         scope: &Scope,
         bucket: &str,
-        prefix: &PathPrefix,
+        prefix: &BlobPrefix,
         after: Option<&BlobKey>,
         limit: usize,
     ) -> Result<Vec<BlobMeta>> {

@@ -6,11 +6,11 @@ use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use workspace_core::blob::{
-    bucket_prefix, BlobKey, BlobLocation, BlobMeta, BlobStore, SupersededBlob,
+    bucket_prefix, BlobKey, BlobLocation, BlobMeta, BlobPrefix, BlobStore, SupersededBlob,
 };
 use workspace_core::cache::{CacheEntry, CacheKey, CacheStore};
 use workspace_core::model::Millis;
-use workspace_core::{PathPrefix, Result, Scope, WorkspaceError};
+use workspace_core::{Result, Scope, WorkspaceError};
 
 fn poisoned<T>(_: T) -> WorkspaceError {
     WorkspaceError::internal("memory store lock poisoned")
@@ -142,7 +142,7 @@ impl BlobStore for MemoryBlobs {
         &self,
         scope: &Scope,
         bucket: &str,
-        prefix: &PathPrefix,
+        prefix: &BlobPrefix,
         after: Option<&BlobKey>,
         limit: usize,
     ) -> Result<Vec<BlobMeta>> {

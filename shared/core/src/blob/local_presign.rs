@@ -20,6 +20,7 @@ use crate::error::{Result, WorkspaceError};
 use crate::model::Millis;
 use crate::scope::Scope;
 use crate::signed_url::{expiry_second, SignedUrlError, UrlSigner};
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use std::collections::BTreeMap;
 
 /// Path prefix of every locally signed blob URL.
@@ -51,16 +52,27 @@ pub fn parse_scoped_path<'a>(prefix: &str, path: &'a str) -> Option<(Scope, &'a 
     Some((Scope::parse(t, w).ok()?, rest))
 }
 
+/// Every byte of a key but the unreserved ones (RFC 3986) and `/`: what a URL path carries
+/// unchanged through every client (no `?`, `#`, `%`, backslash or space left to reinterpret).
+const KEY_IN_PATH: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
 fn path_of(loc: &BlobLocation) -> String {
-    let rest = format!("{}/{}", loc.bucket, loc.key.as_str());
+    let key = utf8_percent_encode(loc.key.as_str(), KEY_IN_PATH);
+    let rest = format!("{}/{key}", loc.bucket);
     scoped_path(SIGNED_BLOB_PREFIX, &loc.scope, &rest)
 }
 
-/// `<tenant>/<workspace>/<bucket>/<key>` back into its parts.
+/// `<tenant>/<workspace>/<bucket>/<key>` (the key percent-encoded) back into its parts.
 fn parse_path(path: &str) -> Option<(Scope, String, BlobKey)> {
     let (scope, rest) = parse_scoped_path(SIGNED_BLOB_PREFIX, path)?;
     let (b, k) = rest.split_once('/')?;
-    Some((scope, b.to_owned(), BlobKey::parse(k).ok()?))
+    let k = percent_decode_str(k).decode_utf8().ok()?;
+    Some((scope, b.to_owned(), BlobKey::parse(&k).ok()?))
 }
 
 /// The local signer a service was given, or 404: this deployment serves no signed URLs.

@@ -16,7 +16,6 @@ pub use crate::presign::{PresignMethod, PresignSpec, PresignedUrl};
 
 use crate::error::{Result, WorkspaceError};
 use crate::model::Millis;
-use crate::path::{FilePath, PathPrefix};
 use crate::scope::Scope;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -58,23 +57,71 @@ pub fn check_bucket_name(name: &str) -> Result<()> {
     }
 }
 
-/// A validated object key: the file path rule (`A-Z a-z 0-9 . _ / -`, no empty, `.` or `..`
-/// segment, at most 256 bytes), so a key can never climb out of its bucket's prefix.
+/// Longest object key, in bytes of UTF-8. With the longest storage prefix
+/// (`t/<tenant>/w/<workspace>/blobs/<bucket>/`, at most 222 bytes) the S3 key stays under
+/// S3's 1,024.
+pub const MAX_BLOB_KEY_BYTES: usize = 512;
+
+/// What no key or listing prefix may hold: more than [`MAX_BLOB_KEY_BYTES`], a control
+/// character (C0, DEL, C1), or a `.` or `..` segment among `complete` (every URL parser
+/// removes dot segments, RFC 3986 §5.2.4, so such a key would be addressed as another).
+fn check_key_text(what: &str, s: &str, complete: &str) -> Result<()> {
+    if s.len() > MAX_BLOB_KEY_BYTES {
+        return Err(WorkspaceError::validation(format!(
+            "blob {what} is {} bytes; the limit is {MAX_BLOB_KEY_BYTES}",
+            s.len()
+        )));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(WorkspaceError::validation(format!(
+            "blob {what} must not contain control characters"
+        )));
+    }
+    if complete.split('/').any(|seg| seg == "." || seg == "..") {
+        return Err(WorkspaceError::validation(format!(
+            "blob {what} must not contain a '.' or '..' segment"
+        )));
+    }
+    Ok(())
+}
+
+/// A validated object key: any UTF-8 text S3 accepts as a key, refused only where it cannot
+/// be stored and addressed safely: empty, over [`MAX_BLOB_KEY_BYTES`], a control character,
+/// or a `.` or `..` segment. The key is appended to its bucket's prefix and every store
+/// treats it as an opaque string (no store resolves a path), so no key reaches outside its
+/// bucket, and nothing is normalised: two spellings are two keys.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct BlobKey(FilePath);
+pub struct BlobKey(String);
 
 impl BlobKey {
     pub fn parse(s: &str) -> Result<Self> {
-        FilePath::parse(s).map(Self).map_err(|e| match e {
-            WorkspaceError::Validation(m) => {
-                WorkspaceError::Validation(format!("blob key: {}", m.replacen("path", "key", 1)))
-            }
-            other => other,
-        })
+        if s.is_empty() {
+            return Err(WorkspaceError::validation("blob key must not be empty"));
+        }
+        check_key_text("key", s, s)?;
+        Ok(Self(s.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
-        self.0.as_str()
+        &self.0
+    }
+}
+
+/// A validated listing prefix: a key's rule, but it may be empty, and only its complete
+/// segments (those a `/` ends) are held to the dot-segment rule (`.h` is the start of
+/// `.hidden`). A prefix is only ever compared, never resolved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BlobPrefix(String);
+
+impl BlobPrefix {
+    pub fn parse(s: &str) -> Result<Self> {
+        let complete = s.rfind('/').map_or("", |i| &s[..i]);
+        check_key_text("prefix", s, complete)?;
+        Ok(Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
@@ -170,7 +217,7 @@ pub trait BlobStore: Send + Sync {
         &self,
         scope: &Scope,
         bucket: &str,
-        prefix: &PathPrefix,
+        prefix: &BlobPrefix,
         after: Option<&BlobKey>,
         limit: usize,
     ) -> Result<Vec<BlobMeta>>;
@@ -201,4 +248,69 @@ pub struct SupersededBlob {
 /// An opaque etag for stores without their own: a quoted prefix of the content's SHA-256.
 pub fn content_etag(bytes: &[u8]) -> String {
     format!("\"{}\"", &crate::model::sha256_hex(bytes)[..32])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_s3_accepts_are_keys_and_unsafe_ones_are_not() {
+        let max = "k".repeat(MAX_BLOB_KEY_BYTES);
+        for k in [
+            "__probe__",
+            ".hidden",
+            "-x",
+            "_x",
+            "a b",
+            "a//b",
+            "/abs",
+            "a/",
+            "a\\b",
+            "a?b#c%20d",
+            "ａ．ｂ",
+            "é",
+            "e\u{301}",
+            "...",
+            "a/..b/.c",
+            max.as_str(),
+        ] {
+            assert_eq!(
+                BlobKey::parse(k).map(|b| b.as_str().to_owned()),
+                Ok(k.to_owned())
+            );
+        }
+        let over = "k".repeat(MAX_BLOB_KEY_BYTES + 1);
+        let wide = "é".repeat(MAX_BLOB_KEY_BYTES / 2 + 1);
+        for k in [
+            "",
+            "..",
+            ".",
+            "../x",
+            "a/../b",
+            "a/./b",
+            "a/..",
+            "a\0b",
+            "a\nb",
+            "a\u{7f}b",
+            "a\u{85}b",
+            over.as_str(),
+            wide.as_str(),
+        ] {
+            assert!(
+                matches!(BlobKey::parse(k), Err(WorkspaceError::Validation(_))),
+                "{k:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn prefixes_hold_complete_segments_to_the_dot_rule() {
+        for p in ["", "a/", ".h", "a/.", "a/..", "a//", "a b/", "__"] {
+            assert!(BlobPrefix::parse(p).is_ok(), "{p:?}");
+        }
+        for p in ["../", "a/../", "./x", "a/./b", "a\tb"] {
+            assert!(BlobPrefix::parse(p).is_err(), "{p:?}");
+        }
+    }
 }

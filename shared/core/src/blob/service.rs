@@ -4,12 +4,11 @@
 //! every listing's, `crate::sessions::token`).
 
 use super::{
-    check_bucket_name, BlobKey, BlobLimits, BlobLocation, BlobMeta, BlobStore, LocalPresign,
-    PresignMethod, PresignSpec, PresignedUrl,
+    check_bucket_name, BlobKey, BlobLimits, BlobLocation, BlobMeta, BlobPrefix, BlobStore,
+    LocalPresign, PresignMethod, PresignSpec, PresignedUrl,
 };
 use crate::capability::CapabilityCode;
 use crate::error::{Result, WorkspaceError};
-use crate::path::PathPrefix;
 use crate::ports::Clock;
 use crate::scope::Scope;
 use crate::sessions::token::TokenKey;
@@ -78,7 +77,7 @@ pub fn check_content_type(ct: &str) -> Result<()> {
 
 /// What a cursor is bound to: the listing and the caller's scope, so one issued for another
 /// bucket, prefix or workspace is refused.
-fn cursor_binding(scope: &Scope, bucket: &str, prefix: &PathPrefix) -> String {
+fn cursor_binding(scope: &Scope, bucket: &str, prefix: &BlobPrefix) -> String {
     format!("blob list|{scope}|{bucket}|{}", prefix.as_str())
 }
 
@@ -194,7 +193,7 @@ impl BlobService {
         limit: Option<usize>,
     ) -> Result<ListedBlobs> {
         let bucket = self.bucket(bucket)?;
-        let prefix = PathPrefix::parse(prefix)?;
+        let prefix = BlobPrefix::parse(prefix)?;
         let binding = cursor_binding(scope, &bucket, &prefix);
         let after = cursor
             .map(|c| {
@@ -307,7 +306,7 @@ mod tests {
     #[test]
     fn cursor_bindings_name_the_scope_bucket_and_prefix() {
         let scope = Scope::parse("acme", "main").unwrap();
-        let p = |s: &str| PathPrefix::parse(s).unwrap();
+        let p = |s: &str| BlobPrefix::parse(s).unwrap();
         let b = cursor_binding(&scope, "media", &p("img/"));
         assert_ne!(b, cursor_binding(&scope, "media", &p("doc/")));
         assert_ne!(b, cursor_binding(&scope, "other", &p("img/")));

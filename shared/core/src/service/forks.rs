@@ -94,7 +94,8 @@ pub struct Applied {
     pub path: String,
     /// `put` or `delete`.
     pub operation: String,
-    /// The parent's new version and etag (none in a dry run).
+    /// A put's new version and etag in the target; a delete's version is the one it ended
+    /// (the deleted head's), with no etag. Neither in a dry run.
     pub version: Option<u64>,
     pub etag: Option<String>,
 }
@@ -472,6 +473,7 @@ impl WorkspaceService {
             expires_at: until,
             files,
             workflow_id: None,
+            principal: None,
             label: options.label,
             keep: false,
             covers: Vec::new(),

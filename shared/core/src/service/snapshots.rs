@@ -36,18 +36,19 @@ const PIN_CONCURRENCY: usize = 16;
 /// Largest page of a snapshot listing, and its default.
 pub const MAX_SNAPSHOTS_PAGE: usize = 100;
 
-/// Accepted snapshot ids: what `IdSource` hands out (hex), bounded.
-fn check_id(id: &str) -> Result<()> {
+/// Accepted snapshot ids: what `IdSource` hands out (hex), bounded; a run's id also ends
+/// with its workspace's id, which in a fork holds a `~` (`service/runs.rs`).
+pub(super) fn check_id(id: &str) -> Result<()> {
     let ok = !id.is_empty()
         && id.len() <= 128
         && id
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '~'));
     if ok {
         Ok(())
     } else {
         Err(WorkspaceError::validation(
-            "snapshot id must be 1-128 letters, digits, '-' or '_'",
+            "snapshot id must be 1-128 letters, digits, '-', '_' or '~'",
         ))
     }
 }
@@ -301,6 +302,8 @@ impl WorkspaceService {
             created_at: now,
             expires_at: if options.keep { NEVER } else { until },
             files,
+            // A run records who started it (its owner); a plain snapshot needs no owner.
+            principal: workflow_id.as_ref().map(|_| who.principal.clone()),
             workflow_id,
             label: options.label,
             keep: options.keep,
@@ -533,7 +536,9 @@ mod tests {
     #[test]
     fn snapshot_ids_are_checked() {
         assert!(check_id("0123abcdef").is_ok());
-        for bad in ["", "a/b", "..", "a%2F", &"x".repeat(129)] {
+        // A run of a fork names the fork's workspace, `~` and all.
+        assert!(check_id("run_0000000000001_0123456789abcdef_main~0123456789abcdef").is_ok());
+        for bad in ["", "a/b", "..", "a%2F", "a.b", &"x".repeat(129)] {
             assert!(check_id(bad).is_err(), "{bad}");
         }
     }

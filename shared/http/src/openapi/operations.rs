@@ -277,7 +277,7 @@ pub fn describe(spec: &RouteSpec) -> Value {
                 "DeleteFile": { "operationId": "deleteFile", "parameters": {
                     "path": "$request.path.path", "header.If-Match": "$response.header.ETag" } },
                 "History": { "operationId": "listVersions", "parameters": { "path": "$request.path.path" } },
-                "Diff": { "operationId": "diff", "parameters": { "path": "$request.path.path", "query.from": 1 } },
+                "Diff": { "operationId": "diff", "parameters": { "path": "$request.path.path", "query.from": "1" } },
             })),
         Route::DeleteFile => op("deleteFile", "files", "Delete the live file (history stays).")
             .params(&["IfMatch"])
@@ -391,7 +391,7 @@ pub fn describe(spec: &RouteSpec) -> Value {
             })),
         Route::ListRuns => limit_and_token(op("listRuns", "snapshots", "Runs, newest first."))
             .answers("200", "A page of runs.", schema("RunList")),
-        Route::GetRun => op("getRun", "snapshots", "A run and the files it started with.")
+        Route::GetRun => op("getRun", "snapshots", "A run, its owner and the files it started with. A run of another workspace of the tenant is 403 run_forbidden; another tenant's is 404.")
             .answers("200", "The run.", schema("Run")),
         Route::StartUpload => op("startUpload", "uploads", "Declare an upload: where to send the bytes.")
             .body(schema("StartUpload"))

@@ -386,8 +386,8 @@ fn schemas() -> Value {
                     "properties": {
                         "path": { "type": "string" },
                         "operation": { "enum": ["put", "delete"] },
-                        "version": { "type": "integer" },
-                        "etag": { "type": "string" },
+                        "version": { "type": "integer", "description": "A put: the version it made. A delete: the version it ended (the deleted head's). Absent in a dry run." },
+                        "etag": { "type": "string", "description": "A put's new etag; absent for a delete (no content is left) and in a dry run." },
                     },
                 } },
                 "base": schema("ForkBase"),
@@ -491,6 +491,16 @@ fn schemas() -> Value {
                 "createdAt": time(),
                 "expiresAt": time(),
                 "snapshotId": { "type": "string" },
+                "owner": {
+                    "type": "object",
+                    "description": "RFC 0048: who the run belongs to, from the identity that started it.",
+                    "required": ["tenant", "workspace"],
+                    "properties": {
+                        "tenant": { "type": "string" },
+                        "workspace": { "type": "string" },
+                        "principal": { "type": "string" },
+                    },
+                },
                 "workspace": { "type": "array", "items": schema("PinnedFile") },
             },
         },

@@ -61,6 +61,9 @@ fn progress(p: &Planned, head: Option<&Head>) -> Progress {
     }
 }
 
+/// The report line of a change committed as `version` with `etag`: a put names the version
+/// it made; a delete names the version it ended (the tombstone is the next one of the
+/// lineage, see `delete_commit`) and no etag, as the deleted file has no content left.
 fn applied_line(p: &Planned, version: u64, etag: &str) -> Applied {
     match &p.put {
         Some(_) => Applied {
@@ -72,7 +75,7 @@ fn applied_line(p: &Planned, version: u64, etag: &str) -> Applied {
         None => Applied {
             path: p.path.clone(),
             operation: "delete".to_owned(),
-            version: None,
+            version: Some(version.saturating_sub(1)),
             etag: None,
         },
     }
