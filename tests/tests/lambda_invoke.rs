@@ -113,6 +113,18 @@ async fn versions_under(env: &workspace_store_aws::testing::Env, prefix: &str) -
         .collect()
 }
 
+/// Writes `item` into the table as it is (state seeded by the admin, not by a function).
+async fn seed_item(env: &workspace_store_aws::testing::Env, item: items::Item) {
+    env.clients
+        .dynamodb
+        .put_item()
+        .table_name(&env.table)
+        .set_item(Some(item))
+        .send()
+        .await
+        .expect("PutItem");
+}
+
 /// Whether the table holds the item (`pk`, `sk`).
 async fn item_exists(env: &workspace_store_aws::testing::Env, pk: &str, sk: &str) -> bool {
     env.clients
@@ -468,14 +480,7 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     data["last_active_at"] = 0.into();
     record.insert("data".to_owned(), items::s(data.to_string()));
     record.insert("lastActiveAt".to_owned(), items::n(0));
-    env.clients
-        .dynamodb
-        .put_item()
-        .table_name(&env.table)
-        .set_item(Some(record))
-        .send()
-        .await
-        .expect("PutItem");
+    seed_item(&env, record).await;
     let purged = invoke(&purge_fn, "schedule-purge.json").await;
     assert_eq!(
         purged["workspaces"],
@@ -795,14 +800,7 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     base.insert("files".to_owned(), items::s("[]"));
     base.insert("parts".to_owned(), items::n(1));
     for item in [part, base] {
-        env.clients
-            .dynamodb
-            .put_item()
-            .table_name(&env.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .expect("PutItem");
+        seed_item(&env, item).await;
     }
     // An edit of a file event: `path` in the fork.
     let at = |path: &'static str| {
