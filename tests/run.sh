@@ -12,7 +12,9 @@
 # (and, as root, Debian's podman for `sam local`).
 # Needs node and npm for the bench smoke (the MCP peer in bench/peer) and for axe-core in the
 # console's browser suite (tests/console, Playwright driving Debian's chromium, which this
-# installs with apt-get when it is missing).
+# installs with apt-get when it is missing), and npm for the official MCP conformance suite
+# (tests/mcp_conformance: `npm ci` by local/tests/mcp_conformance.rs when it is missing or
+# its lock file changed; it brings the Node 22 the suite needs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

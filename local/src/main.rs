@@ -7,6 +7,7 @@ mod head_gate;
 mod keys;
 mod listener;
 mod mcp_stdio;
+mod mcp_stream;
 mod secret_file;
 mod secrets;
 mod server;
@@ -324,13 +325,19 @@ async fn mcp(who: mcp_stdio::Who) -> Result<(), String> {
     let search = stores.search(&settings)?;
     // As on the HTTP server: a write answers before its scope's index catches up, and a
     // search first applies whatever is still pending.
-    let (files, index_refresher) = stores
-        .files(&settings)
-        .with_search(search)
-        .with_index_refresh_after_answer();
+    let mut files = stores.files(&settings).with_search(search);
+    // On the embedded store, commits ring a bell so subscribed resources are notified.
+    let feed = stores.events.clone().map(|log| mcp_stdio::ChangeFeed {
+        log,
+        bell: events::Bell::new(),
+    });
+    if let Some(feed) = &feed {
+        files = files.with_event_sink(Arc::new(feed.bell.clone()));
+    }
+    let (files, index_refresher) = files.with_index_refresh_after_answer();
     let files = Arc::new(files);
     tokio::spawn(index_refresher.run(Arc::downgrade(&files)));
-    mcp_stdio::serve(files, identity).await
+    mcp_stdio::serve(files, identity, feed).await
 }
 
 /// Serves every route of the route table over the configured backend.
@@ -388,6 +395,11 @@ async fn serve() -> Result<(), String> {
             .clone()
             .unwrap_or_else(|| format!("http://{addr}")),
     );
+    // MCP from browsers: the configured origins, and this server's own (its console's).
+    app.allowed_origins = settings.mcp_allowed_origins.clone();
+    if let Some(own) = &app.advertised.public_url {
+        app.allowed_origins.allow(own)?;
+    }
     // Events: the store's outbox holds them; each commit rings the bell for the streams and
     // webhooks that deliver them.
     let bell = events::Bell::new();
@@ -396,6 +408,12 @@ async fn serve() -> Result<(), String> {
         Some(log) => {
             files = files.with_event_sink(Arc::new(bell.clone()));
             app = app.with_event_log(log.clone(), local.event_retention_seconds);
+            // MCP sessions, whose streams read the same outbox.
+            app.extensions
+                .insert(Arc::new(workspace_mcp::sessions::Sessions::new(
+                    local.mcp_max_sessions,
+                    std::time::Duration::from_secs(local.mcp_session_idle_seconds),
+                )));
         }
         None if !webhooks.is_empty() => {
             return Err("WORKSPACE_WEBHOOKS needs the embedded store's outbox; on AWS, subscribe a rule to the event bus instead".to_owned());

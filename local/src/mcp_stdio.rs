@@ -11,7 +11,12 @@
 //! (at most 25 s) runs beside the others (up to [`MAX_WAITS`] at once), so a client can go
 //! on reading and writing while it waits, and `notifications/cancelled` ends it early.
 //! When stdin closes the client is gone, and the waits still running end unanswered.
-//! No notifications are sent: see `workspace_mcp::protocol`.
+//!
+//! Notifications: on the embedded store this process is the store's only writer, so the
+//! outbox its commits write to is the whole change log; a follower reads it as each commit
+//! rings the bell and writes `notifications/resources/updated` (for the URIs subscribed
+//! with `resources/subscribe`) and `notifications/resources/list_changed` lines between
+//! the answers, the same notifications a session's `GET /mcp` stream carries.
 
 use http::request::Parts;
 use serde_json::Value;
@@ -20,11 +25,13 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
+use workspace_core::events::{EventLog, Since};
 use workspace_core::keys::KeyStore;
 use workspace_core::{Access, Identity, Scope, WorkspaceService};
 use workspace_http::auth::{AnyOf, ApiKeys, Authenticator, ManagedKeys, WORKSPACE_HEADER};
 use workspace_mcp::protocol::waiting_call;
-use workspace_mcp::{handle_payload, Reply, Workspace};
+use workspace_mcp::sessions::Subscriptions;
+use workspace_mcp::{handle_payload_on, Link, Reply, Workspace};
 use workspace_wiring::Settings;
 
 /// The `mcp` command's flags.
@@ -102,10 +109,25 @@ pub async fn identity(
 /// Most `wait_for_changes` calls running beside the others; past it a wait runs in turn.
 pub const MAX_WAITS: usize = 8;
 
+/// What this process serves with: the service, the identity, and where notifications can
+/// be followed, the subscriptions.
+struct Served {
+    service: Arc<WorkspaceService>,
+    who: Identity,
+    subscriptions: Option<Subscriptions>,
+}
+
 /// The answer to one line, if any.
-async fn answer(service: &WorkspaceService, who: &Identity, line: &str) -> Option<String> {
-    let ws = Workspace { service, who };
-    match handle_payload(&ws, line.as_bytes()).await {
+async fn answer(served: &Served, line: &str) -> Option<String> {
+    let ws = Workspace {
+        service: &served.service,
+        who: &served.who,
+    };
+    let link = match &served.subscriptions {
+        Some(s) => Link::Notifies(Some(s)),
+        None => Link::Answers,
+    };
+    match handle_payload_on(&ws, link, line.as_bytes()).await {
         Reply::Json(v) | Reply::Invalid(v) => Some(format!("{v}\n")),
         Reply::Accepted => None,
     }
@@ -134,11 +156,78 @@ fn cancelled(msg: &Value) -> Option<String> {
         .flatten()
 }
 
-/// Answers each line of stdin on stdout until stdin closes.
-pub async fn serve(service: Arc<WorkspaceService>, who: Identity) -> Result<(), String> {
+/// The change log of the embedded store and the bell its commits ring.
+pub struct ChangeFeed {
+    pub log: Arc<dyn EventLog>,
+    pub bell: crate::events::Bell,
+}
+
+/// Changes read from the outbox at a time.
+const FEED_PAGE: usize = 100;
+
+/// Writes the notifications the subscriptions make of every change after the log's
+/// current end, until stdout closes.
+async fn follow(feed: ChangeFeed, served: Arc<Served>, out: mpsc::Sender<String>) {
+    let mut rung = feed.bell.subscribe();
+    let mut cursor = match feed.log.last_position().await {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!(error = %e, "the change log cannot be read: no notifications");
+            return;
+        }
+    };
+    let Some(subscriptions) = &served.subscriptions else {
+        return;
+    };
+    loop {
+        rung.borrow_and_update();
+        let page = match feed
+            .log
+            .since(Some(&served.who.scope), cursor, FEED_PAGE)
+            .await
+        {
+            Ok(Since::Events(page)) => page,
+            Ok(Since::Expired { oldest }) => {
+                cursor = oldest.saturating_sub(1);
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the change log failed: no more notifications");
+                return;
+            }
+        };
+        let full = page.len() == FEED_PAGE;
+        if let Some(last) = page.last() {
+            cursor = last.position;
+        }
+        let notes =
+            subscriptions.notifications(&served.who, page.iter().map(|r| (r.position, &r.event)));
+        for (_, note) in notes {
+            if out.send(format!("{note}\n")).await.is_err() {
+                return;
+            }
+        }
+        if !full && rung.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Answers each line of stdin on stdout until stdin closes; with a change feed, also
+/// writes the notifications of subscribed resources.
+pub async fn serve(
+    service: Arc<WorkspaceService>,
+    who: Identity,
+    feed: Option<ChangeFeed>,
+) -> Result<(), String> {
     tracing::info!(scope = %who.scope, "MCP on stdio");
-    let shared = Arc::new((service, who));
+    let shared = Arc::new(Served {
+        service,
+        who,
+        subscriptions: feed.as_ref().map(|_| Subscriptions::default()),
+    });
     let (out, written) = writer();
+    let follower = feed.map(|feed| tokio::spawn(follow(feed, shared.clone(), out.clone())));
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     // Waits running beside the rest, by request id (its JSON text).
     let mut waits: JoinSet<String> = JoinSet::new();
@@ -163,7 +252,7 @@ pub async fn serve(service: Arc<WorkspaceService>, who: Identity) -> Result<(), 
             {
                 let (shared, out, key) = (shared.clone(), out.clone(), id.clone());
                 let handle = waits.spawn(async move {
-                    if let Some(text) = answer(&shared.0, &shared.1, &line).await {
+                    if let Some(text) = answer(&shared, &line).await {
                         let _ = out.send(text).await;
                     }
                     key
@@ -172,7 +261,7 @@ pub async fn serve(service: Arc<WorkspaceService>, who: Identity) -> Result<(), 
                 continue;
             }
         }
-        if let Some(text) = answer(&shared.0, &shared.1, &line).await {
+        if let Some(text) = answer(&shared, &line).await {
             // A closed stdout means the client went away: stop quietly.
             if out.send(text).await.is_err() {
                 break;
@@ -180,6 +269,9 @@ pub async fn serve(service: Arc<WorkspaceService>, who: Identity) -> Result<(), 
         }
     }
     waits.shutdown().await;
+    if let Some(follower) = follower {
+        follower.abort();
+    }
     // Every answer given is written before the process ends.
     drop(out);
     let _ = written.await;

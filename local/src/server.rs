@@ -19,6 +19,7 @@ use workspace_http::envelope::{error_response, error_to_response, HttpResponse};
 use workspace_http::events::EventStream;
 use workspace_http::uploads::{streams_body, StreamedBody};
 use workspace_http::{App, PathForm, RouteLabel};
+use workspace_mcp::http::McpStream;
 
 /// `events`: where the event stream route reads from (the embedded store's outbox);
 /// `stop` tells its streams and webhooks the server is stopping.
@@ -204,12 +205,23 @@ async fn handle(State(served): State<Arc<Served>>, req: Request<Body>) -> Respon
         duration_ms = format!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
         "request"
     );
-    // The event stream route judged the request; its body is the stream itself.
+    // The event stream route (or an MCP session's stream) judged the request; its body is
+    // the stream itself.
     let stream = resp.extensions().get::<EventStream>().cloned();
-    match (stream, &served.events) {
-        (Some(stream), Some(events)) => match events.streams.clone().try_acquire_owned() {
+    let mcp = resp.extensions().get::<McpStream>().cloned();
+    let streams = (stream.is_some() || mcp.is_some())
+        .then_some(served.events.as_ref())
+        .flatten();
+    match streams {
+        Some(events) => match events.streams.clone().try_acquire_owned() {
             // The permit lives as long as the stream does.
-            Ok(permit) => resp.map(|_| Body::new(sse::open(events, stream, permit))),
+            Ok(permit) => match (stream, mcp) {
+                (Some(stream), _) => resp.map(|_| Body::new(sse::open(events, stream, permit))),
+                (None, Some(mcp)) => {
+                    resp.map(|_| Body::new(crate::mcp_stream::open(events, mcp, permit)))
+                }
+                (None, None) => resp.map(Body::from),
+            },
             Err(_) => {
                 let mut refused = error_response(
                     StatusCode::SERVICE_UNAVAILABLE,

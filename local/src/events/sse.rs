@@ -30,6 +30,12 @@ const BUFFERED: usize = 16;
 /// A body fed by a task through a bounded channel.
 pub struct ChannelBody(mpsc::Receiver<Bytes>);
 
+impl ChannelBody {
+    pub fn new(rx: mpsc::Receiver<Bytes>) -> ChannelBody {
+        ChannelBody(rx)
+    }
+}
+
 impl Body for ChannelBody {
     type Data = Bytes;
     type Error = std::convert::Infallible;

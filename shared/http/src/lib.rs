@@ -20,6 +20,7 @@ pub mod forks;
 pub mod handler;
 pub mod memory;
 pub mod openapi;
+pub mod origin;
 pub mod request;
 pub mod routes;
 pub mod runs;
@@ -96,6 +97,11 @@ pub struct App {
     /// The file limits this deployment enforces (advertised, and bounding request bodies).
     pub limits: Limits,
     pub advertised: Advertised,
+    /// Browser origins the MCP routes accept ([`origin::AllowedOrigins`]).
+    pub allowed_origins: origin::AllowedOrigins,
+    /// What a transport adds for routes only it can serve (the local server's MCP
+    /// sessions), found by type.
+    pub extensions: http::Extensions,
     handlers: HashMap<Route, Handler>,
     signed: Vec<&'static SignedUrls>,
     extra: Vec<&'static ExtraRoute>,
@@ -118,6 +124,8 @@ impl App {
             registry: None,
             limits: Limits::default(),
             advertised: Advertised::default(),
+            allowed_origins: origin::AllowedOrigins::default(),
+            extensions: http::Extensions::new(),
             handlers: HashMap::new(),
             signed: Vec::new(),
             extra: Vec::new(),
@@ -328,6 +336,9 @@ impl App {
         let (label, result) = match match_route(&parts.method, &path) {
             Matched::Route { spec, tail } => match self.handlers.get(&spec.route) {
                 Some(handler) => {
+                    if let Some(refused) = self.allowed_origins.refuse(spec.route, &parts) {
+                        return with_label(refused, spec.pattern);
+                    }
                     let scoped_refusal = if spec.public() || spec.route.takes_path_scoped_keys() {
                         None
                     } else {
@@ -405,6 +416,14 @@ impl App {
     /// 403). Nothing is answered (`None`) when the request may go on; the credential's grant
     /// is then kept in the request, so the handler does not look it up again.
     pub async fn admit(&self, parts: &mut http::request::Parts) -> Option<HttpResponse> {
+        // A foreign browser origin on an MCP route is refused before anything else.
+        if let Ok(path) = percent_decode_str(parts.uri.path()).decode_utf8() {
+            if let Matched::Route { spec, .. } = match_route(&parts.method, &path) {
+                if let Some(refused) = self.allowed_origins.refuse(spec.route, parts) {
+                    return Some(refused);
+                }
+            }
+        }
         let declared = parts
             .headers
             .get(header::CONTENT_LENGTH)

@@ -17,8 +17,13 @@ pub enum Route {
     GetFile,
     PutFile,
     DeleteFile,
-    /// MCP Streamable HTTP (stateless JSON-RPC), served by the "mcp" function.
+    /// MCP Streamable HTTP: JSON-RPC messages, served by the "mcp" function.
     Mcp,
+    /// A session's server-to-client stream (`GET /mcp`): the local server's sessions only;
+    /// 405 where there are none (Lambda).
+    McpStream,
+    /// The end of a session (`DELETE /mcp`); 405 where there are none.
+    McpEnd,
     /// The MCP function's own health document (`service: workspace-tool`).
     McpHealth,
     /// One call of Claude's memory tool (served with MCP: the agent-tool function).
@@ -190,6 +195,13 @@ impl Route {
         matches!(self, Route::BlobPut)
     }
 
+    /// Whether the route answers the "mcp" protocol: MCP's transport rules apply (a browser
+    /// `Origin` outside the allow-list is refused with 403 before anything else, as the
+    /// Streamable HTTP transport requires against DNS rebinding).
+    pub fn checks_origin(self) -> bool {
+        matches!(self, Route::Mcp | Route::McpStream | Route::McpEnd)
+    }
+
     /// Whether the route serves a path-scoped credential (`workspace_core::PathScope`): the
     /// routes over the workspace's files, which check every path they name and filter
     /// every path they return by it. The others (cache, blobs, the workspace and session
@@ -205,6 +217,8 @@ impl Route {
                 | Route::PutFile
                 | Route::DeleteFile
                 | Route::Mcp
+                | Route::McpStream
+                | Route::McpEnd
                 | Route::Memory
                 | Route::ListVersions
                 | Route::RestoreVersion
@@ -241,6 +255,8 @@ pub const ROUTES: &[RouteSpec] = rows! {
     PUT    FILE => PutFile, "put", Write;
     DELETE FILE => DeleteFile, "delete", Write;
     POST   "/mcp" => Mcp, "mcp", Credential;
+    GET    "/mcp" => McpStream, "mcp", Credential;
+    DELETE "/mcp" => McpEnd, "mcp", Credential;
     GET    "/mcp/health" => McpHealth, "mcp", Nothing;
     POST   "/v1/host/workspace/memory" => Memory, "mcp", Read;
     // RFC 0019: the cache in its own function, blobs in theirs (see docs/blobs-and-cache.md).

@@ -21,9 +21,11 @@ use workspace_wiring::{aws::Aws, Settings};
 /// services and routes.
 #[cfg(feature = "aws")]
 pub fn app(settings: &Settings) -> App {
-    App::new(Arc::new(identity::AuthorizerClaims::new(
+    let mut app = App::new(Arc::new(identity::AuthorizerClaims::new(
         settings.claims.clone(),
-    )))
+    )));
+    app.allowed_origins = settings.mcp_allowed_origins.clone();
+    app
 }
 
 /// An app for a function whose routes are all public (`fn-console`): it reads no setting

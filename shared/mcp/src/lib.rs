@@ -4,13 +4,16 @@
 //! service the HTTP file routes call. [`paths`] maps tool paths (`/workspace/...`) onto the
 //! workspace's path rules; [`tree`] derives directories from the flat namespace.
 
+pub mod completion;
 pub mod http;
 pub mod paths;
 pub mod protocol;
+pub mod resources;
+pub mod sessions;
 pub mod tools;
 pub mod tree;
 
-pub use protocol::{handle_message, handle_payload, Reply};
+pub use protocol::{handle_message, handle_payload, handle_payload_on, Link, Reply};
 pub use tools::Workspace;
 
 /// The name the server reports in `initialize` and its health check.

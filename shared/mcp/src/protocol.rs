@@ -1,24 +1,38 @@
-//! MCP over JSON-RPC 2.0, stateless: every message is answered from itself alone, so the
-//! same code serves a Lambda invocation, a request to the local server, and a line on
-//! stdio. No session is issued (no `Mcp-Session-Id`); responses are plain JSON, which
-//! Streamable HTTP allows for a POST.
+//! MCP over JSON-RPC 2.0. Every message is answered from itself and the credential alone,
+//! so the same code serves a Lambda invocation, a request to the local server, and a line on
+//! stdio; responses are plain JSON, which Streamable HTTP allows for a POST.
 //!
 //! Hand-written rather than on the `rmcp` SDK: rmcp's Streamable HTTP server is a tower
 //! service that owns routing, spawns a task per request and manages sessions/SSE, while this
 //! endpoint is one row of our route table (`Request<Bytes>` → `Response<Bytes>`, the same on
-//! Lambda) whose credential must reach the tools. The protocol surface needed is five
-//! methods, kept here and unit tested.
+//! Lambda) whose credential must reach the tools. The protocol surface is a dozen methods,
+//! kept here and unit tested.
 //!
-//! No notifications are sent, on any transport. Over this stateless Streamable HTTP there
-//! is nowhere to send one between requests: no session, no `GET /mcp` stream, and on
-//! Lambda no process left once the response is out. On stdio one could be written any
-//! time, but the notification MCP has for changed data, `notifications/resources/updated`,
-//! belongs to resources and `resources/subscribe`, which this server does not serve. So
-//! waiting for changes is a tool, [`crate::tools::watch`] (`wait_for_changes`): a bounded
-//! long poll that answers the same on every transport.
+//! What differs by transport is only whether notifications can reach the client, the
+//! [`Link`]: on Lambda behind an HTTP API there is no stream (no response streaming, no
+//! process between requests), so `resources.subscribe` is false and waiting for changes is
+//! the `wait_for_changes` tool; the local server's sessions and stdio carry
+//! `notifications/resources/updated` and `list_changed` ([`crate::sessions`]).
 
+use crate::sessions::Subscriptions;
 use crate::tools::{self, Workspace};
 use serde_json::{json, Value};
+
+/// What the transport carries besides answers.
+#[derive(Debug, Clone, Copy)]
+pub enum Link<'a> {
+    /// Answers only (Lambda): no subscriptions.
+    Answers,
+    /// Notifications reach the client (the local server's sessions, stdio); the request's
+    /// subscriptions, `None` on a request outside any session.
+    Notifies(Option<&'a Subscriptions>),
+}
+
+impl Link<'_> {
+    fn notifies(&self) -> bool {
+        matches!(self, Link::Notifies(_))
+    }
+}
 
 /// Handshake versions accepted, oldest first; an unknown request gets the newest.
 pub const SUPPORTED_VERSIONS: &[&str] = workspace_http::discovery::MCP_PROTOCOL_VERSIONS;
@@ -28,10 +42,24 @@ pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// The levels `logging/setLevel` takes (RFC 5424's, as MCP names them).
+pub const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
 
 const INSTRUCTIONS: &str = "A persistent, versioned file workspace. Paths are relative or under /workspace. \
 Every write makes a new version; pass expected_version to write_file, edit_file or delete_file to fail \
-instead of overwriting someone else's change. wait_for_changes answers when someone else changes a file.";
+instead of overwriting someone else's change. wait_for_changes answers when someone else changes a file. \
+The files are also resources (workspace:///<path>, workspace:///<path>?version=<n>, workspace://snapshot/<id>/<path>).";
 
 /// Most messages in one JSON-RPC batch; a larger batch is refused whole, before any runs.
 pub const MAX_BATCH_MESSAGES: usize = 64;
@@ -58,8 +86,13 @@ pub fn server_info() -> Value {
     json!({ "name": crate::SERVER_NAME, "version": env!("CARGO_PKG_VERSION") })
 }
 
-/// Handles one payload: a message, or a batch (2025-03-26 allowed them).
+/// Handles one payload on a transport that only answers (Lambda).
 pub async fn handle_payload(ws: &Workspace<'_>, body: &[u8]) -> Reply {
+    handle_payload_on(ws, Link::Answers, body).await
+}
+
+/// Handles one payload: a message, or a batch (2025-03-26 allowed them).
+pub async fn handle_payload_on(ws: &Workspace<'_>, link: Link<'_>, body: &[u8]) -> Reply {
     // The waits of one payload share one deadline: a batch of waits ends when one would.
     let deadline = tools::watch::payload_deadline();
     let parsed: Value = match serde_json::from_slice(body) {
@@ -104,7 +137,7 @@ pub async fn handle_payload(ws: &Workspace<'_>, body: &[u8]) -> Reply {
                     }
                     continue;
                 }
-                if let Some(r) = handle_message_until(ws, item, deadline).await {
+                if let Some(r) = handle_message_until(ws, link, item, deadline).await {
                     answered += r.to_string().len();
                     out.push(r);
                 }
@@ -115,7 +148,7 @@ pub async fn handle_payload(ws: &Workspace<'_>, body: &[u8]) -> Reply {
                 Reply::Json(Value::Array(out))
             }
         }
-        one => match handle_message_until(ws, one, deadline).await {
+        one => match handle_message_until(ws, link, one, deadline).await {
             Some(r) => Reply::Json(r),
             None => Reply::Accepted,
         },
@@ -124,7 +157,7 @@ pub async fn handle_payload(ws: &Workspace<'_>, body: &[u8]) -> Reply {
 
 /// One JSON-RPC message; `None` when nothing is to be answered (notifications, responses).
 pub async fn handle_message(ws: &Workspace<'_>, msg: Value) -> Option<Value> {
-    handle_message_until(ws, msg, tools::watch::payload_deadline()).await
+    handle_message_until(ws, Link::Answers, msg, tools::watch::payload_deadline()).await
 }
 
 /// The id of `msg` when it is a `tools/call` of the tool that waits (`wait_for_changes`):
@@ -137,6 +170,7 @@ pub fn waiting_call(msg: &Value) -> Option<&Value> {
 
 async fn handle_message_until(
     ws: &Workspace<'_>,
+    link: Link<'_>,
     msg: Value,
     deadline: tokio::time::Instant,
 ) -> Option<Value> {
@@ -181,7 +215,7 @@ async fn handle_message_until(
         }
     };
     let params = obj.get("params").cloned().unwrap_or_else(|| json!({}));
-    Some(match dispatch(ws, method, &params, deadline).await {
+    Some(match dispatch(ws, link, method, &params, deadline).await {
         Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err((code, message)) => error_response(id, code, &message),
     })
@@ -189,13 +223,67 @@ async fn handle_message_until(
 
 async fn dispatch(
     ws: &Workspace<'_>,
+    link: Link<'_>,
     method: &str,
     params: &Value,
     deadline: tokio::time::Instant,
 ) -> Result<Value, (i64, String)> {
+    let uri = || {
+        params.get("uri").and_then(Value::as_str).ok_or((
+            INVALID_PARAMS,
+            format!("Invalid params: {method} needs a uri"),
+        ))
+    };
     match method {
-        "initialize" => Ok(initialize(params)),
+        "initialize" => Ok(initialize(params, link)),
         "ping" => Ok(json!({})),
+        "resources/list" => {
+            let listed = crate::resources::list(ws, params).await?;
+            if let Link::Notifies(Some(s)) = link {
+                s.listed();
+            }
+            Ok(listed)
+        }
+        "resources/read" => crate::resources::read(ws, params).await,
+        "resources/templates/list" => Ok(crate::resources::templates()),
+        "resources/subscribe" | "resources/unsubscribe" => {
+            let subscriptions = match link {
+                Link::Answers => {
+                    return Err((
+                        METHOD_NOT_FOUND,
+                        format!("Method not found: {method}: this deployment has no stream to notify on (resources.subscribe is false); wait with the wait_for_changes tool"),
+                    ))
+                }
+                Link::Notifies(None) => {
+                    return Err((
+                        INVALID_REQUEST,
+                        format!("{method} needs a session: send the Mcp-Session-Id that initialize answered, and read its notifications on GET /mcp"),
+                    ))
+                }
+                Link::Notifies(Some(s)) => s,
+            };
+            if method == "resources/subscribe" {
+                subscriptions.subscribe(ws.who, uri()?)?;
+            } else {
+                subscriptions.unsubscribe(uri()?)?;
+            }
+            Ok(json!({}))
+        }
+        "completion/complete" => crate::completion::complete(ws, params).await,
+        "logging/setLevel" => {
+            // Accepted and checked; it changes nothing, since this server sends no log
+            // notifications (its logs go to its own log: stderr or CloudWatch).
+            match params.get("level").and_then(Value::as_str) {
+                Some(l) if LOG_LEVELS.contains(&l) => Ok(json!({})),
+                _ => Err((
+                    INVALID_PARAMS,
+                    format!(
+                        "Invalid params: level must be one of {}",
+                        LOG_LEVELS.join(", ")
+                    ),
+                )),
+            }
+        }
         "tools/list" => Ok(json!({ "tools": tools::definitions() })),
         "tools/call" => {
             let name = params.get("name").and_then(Value::as_str).ok_or((
@@ -232,10 +320,21 @@ pub fn negotiate(requested: Option<&str>) -> &'static str {
         .unwrap_or(LATEST_VERSION)
 }
 
-fn initialize(params: &Value) -> Value {
+/// The capabilities served over `link`.
+pub fn capabilities(link: Link<'_>) -> Value {
+    let notifies = link.notifies();
+    json!({
+        "tools": { "listChanged": false },
+        "resources": { "subscribe": notifies, "listChanged": notifies },
+        "completions": {},
+        "logging": {},
+    })
+}
+
+fn initialize(params: &Value, link: Link<'_>) -> Value {
     json!({
         "protocolVersion": negotiate(params.get("protocolVersion").and_then(Value::as_str)),
-        "capabilities": { "tools": { "listChanged": false } },
+        "capabilities": capabilities(link),
         "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
     })

@@ -119,6 +119,11 @@ pub struct LocalSettings {
     /// `WORKSPACE_SEARCH=off` (exactly): keep no search index (each commit then skips
     /// indexing; `GET /v1/host/workspace/search` and the MCP `search` tool answer 501).
     pub search: bool,
+    /// `WORKSPACE_MCP_MAX_SESSIONS` (default 256): MCP sessions held at once.
+    pub mcp_max_sessions: usize,
+    /// `WORKSPACE_MCP_SESSION_IDLE_SECONDS` (default 1800): an MCP session without a
+    /// request or an open stream for this long ends.
+    pub mcp_session_idle_seconds: u64,
 }
 
 /// JWT claim names the Lambda functions read identity from.
@@ -154,6 +159,9 @@ pub struct Settings {
     /// `WORKSPACE_ORPHAN_GRACE_SECONDS` (default 3600): how old an uncommitted body must
     /// be before the sweeper removes it.
     pub orphan_grace_seconds: u64,
+    /// `WORKSPACE_MCP_ALLOWED_ORIGINS`: browser origins MCP's routes accept, comma-separated
+    /// (default none; the local server adds its own, where its console runs).
+    pub mcp_allowed_origins: workspace_http::origin::AllowedOrigins,
     pub aws: AwsNames,
     pub claims: ClaimNames,
     pub local: LocalSettings,
@@ -213,6 +221,10 @@ impl Settings {
             session_limits: e(session_limits_from_env(&get))?,
             session_token_key: e(token_key_from_env(&get))?,
             orphan_grace_seconds: e(env_u64(&get, "WORKSPACE_ORPHAN_GRACE_SECONDS", 3600))?,
+            mcp_allowed_origins: workspace_http::origin::AllowedOrigins::parse(
+                &get("WORKSPACE_MCP_ALLOWED_ORIGINS").unwrap_or_default(),
+            )
+            .map_err(|e| format!("WORKSPACE_MCP_ALLOWED_ORIGINS: {e}"))?,
             aws: AwsNames {
                 table: get("WORKSPACE_TABLE"),
                 bucket: get("WORKSPACE_BUCKET"),
@@ -259,6 +271,17 @@ impl Settings {
                 webhooks: get("WORKSPACE_WEBHOOKS"),
                 test_seams: get("OPENWOP_TEST_SEAM_ENABLED").as_deref() == Some("true"),
                 search: get("WORKSPACE_SEARCH").as_deref() != Some("off"),
+                mcp_max_sessions: usize::try_from(positive(
+                    &get,
+                    "WORKSPACE_MCP_MAX_SESSIONS",
+                    256,
+                )?)
+                .unwrap_or(usize::MAX),
+                mcp_session_idle_seconds: positive(
+                    &get,
+                    "WORKSPACE_MCP_SESSION_IDLE_SECONDS",
+                    1800,
+                )?,
             },
         })
     }

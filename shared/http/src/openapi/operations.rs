@@ -282,7 +282,7 @@ pub fn describe(spec: &RouteSpec) -> Value {
         Route::DeleteFile => op("deleteFile", "files", "Delete the live file (history stays).")
             .params(&["IfMatch"])
             .empty("204", "Deleted."),
-        Route::Mcp => op("mcp", "agents", "MCP Streamable HTTP (stateless JSON-RPC): the workspace as tools.")
+        Route::Mcp => op("mcp", "agents", "MCP Streamable HTTP (JSON-RPC): the workspace as tools and resources. On the local server an initialize answer carries an Mcp-Session-Id.")
             .body(schema("JsonRpc"))
             .answers("200", "The JSON-RPC answer.", schema("JsonRpc"))
             .empty("202", "A notification: nothing to answer.")
@@ -291,6 +291,10 @@ pub fn describe(spec: &RouteSpec) -> Value {
                 "A message that is not JSON-RPC (a JSON-RPC error), or a bad request (the envelope).",
                 json!({ "anyOf": [schema("JsonRpc"), schema("Error")] }),
             ),
+        Route::McpStream => op("mcpStream", "agents", "An MCP session's notifications as server-sent events (Mcp-Session-Id; resume with Last-Event-ID). The local server; 405 on AWS, where there are no sessions.")
+            .events("200", "Server-sent events: `id` (a change-log position), `data` (a JSON-RPC notification: notifications/resources/updated or list_changed)."),
+        Route::McpEnd => op("mcpEnd", "agents", "End an MCP session (Mcp-Session-Id). The local server; 405 on AWS.")
+            .empty("204", "Ended."),
         Route::McpHealth => op("mcpHealth", "agents", "The MCP function's health.")
             .answers("200", "Up.", schema("Health")),
         Route::Memory => op("memory", "agents", "One call of Claude's memory tool over the workspace's /memories.")
