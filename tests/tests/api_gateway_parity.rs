@@ -112,6 +112,10 @@ fn credential(who: Who) -> Option<Credential> {
     Some(Credential { key, grant, claims })
 }
 
+/// The browser origin both sides allow on MCP's routes (events/env.json sets it for the
+/// functions).
+const MCP_ORIGIN: &str = "https://console.example.test";
+
 /// WORKSPACE_API_KEYS for the local server: entry n is principal `apikey:n`.
 fn api_keys() -> String {
     [Who::Bound, Who::Wide, Who::Other]
@@ -1001,6 +1005,42 @@ fn script() -> Vec<Step> {
     });
     s.add("mcp-bad-json", "POST", "/mcp", |st| {
         mcp_headers(st).raw("application/json", b"{not json".to_vec())
+    });
+    // MCP's DNS-rebinding rule: a browser Origin outside the allow-list is 403 before
+    // anything else; the allowed one and none (every other step) are served.
+    s.add("mcp-origin-foreign", "POST", "/mcp", |st| {
+        mcp_headers(st)
+            .header("Origin", "http://evil.example.com")
+            .json(mcp("ping", 8, json!({})))
+            .expect(Expect::Envelope(403, "origin_forbidden"))
+    });
+    s.add("mcp-origin-foreign-stream", "GET", "/mcp", |st| {
+        st.header("Origin", "http://evil.example.com")
+            .expect(Expect::Envelope(403, "origin_forbidden"))
+    });
+    s.add("mcp-origin-allowed", "POST", "/mcp", |st| {
+        mcp_headers(st)
+            .header("Origin", MCP_ORIGIN)
+            .json(mcp("ping", 9, json!({})))
+            .expect(Expect::Status(200))
+    });
+    s.add("mcp-resources-templates", "POST", "/mcp", |st| {
+        mcp_headers(st).json(mcp("resources/templates/list", 10, json!({})))
+    });
+    s.add("mcp-resources-read", "POST", "/mcp", |st| {
+        mcp_headers(st).json(mcp(
+            "resources/read",
+            11,
+            json!({"uri": "workspace:///mcp/agent.md"}),
+        ))
+    });
+    s.add("mcp-complete-path", "POST", "/mcp", |st| {
+        mcp_headers(st).json(mcp(
+            "completion/complete",
+            12,
+            json!({"ref": {"type": "ref/resource", "uri": "workspace:///{+path}"},
+                   "argument": {"name": "path", "value": "mcp/"}}),
+        ))
     });
     s.add("mcp-bad-version", "POST", "/mcp", |st| {
         st.header("MCP-Protocol-Version", "1999-01-01")
@@ -2039,6 +2079,19 @@ fn only_the_event_contract(doc: &mut Value) {
     }
 }
 
+/// Whether MCP resources can be subscribed to differs by design: the local server holds
+/// sessions with a notification stream, a function behind the HTTP API cannot. The rest of
+/// an initialize answer is compared.
+fn no_subscriptions_on_lambda(answer: &mut Value) {
+    if let Some(o) = answer
+        .pointer_mut("/result/capabilities/resources")
+        .and_then(Value::as_object_mut)
+    {
+        o.remove("subscribe");
+        o.remove("listChanged");
+    }
+}
+
 fn normalize(a: &HttpAnswer, ids: &mut Ids, step: &str) -> Seen {
     let mut n = HashMap::new();
     let body = if a.body.is_empty() {
@@ -2048,6 +2101,7 @@ fn normalize(a: &HttpAnswer, ids: &mut Ids, step: &str) -> Seen {
             Ok(original) => {
                 let mut v = original.clone();
                 only_the_event_contract(&mut v);
+                no_subscriptions_on_lambda(&mut v);
                 normalize_json(&mut v, None, ids, step, &mut n);
                 replace_strings(&mut v, ids, step, &mut n);
                 sort_id_lists(&mut v);
@@ -2521,6 +2575,8 @@ async fn the_functions_behind_api_gateway_answer_as_the_local_server() {
         &[
             ("WORKSPACE_API_KEYS", keys.as_str()),
             ("WORKSPACE_SESSION_TOKEN_KEY", session_key.as_str()),
+            // The browser origin events/env.json allows the mcp function too.
+            ("WORKSPACE_MCP_ALLOWED_ORIGINS", MCP_ORIGIN),
         ],
     );
     let mut functions = Functions {

@@ -53,12 +53,13 @@ fn sessions_of(app: &workspace_http::App) -> Option<&Arc<Sessions>> {
     app.extensions.get::<Arc<Sessions>>()
 }
 
-/// 405 where this process holds no sessions.
+/// 405 where there is no session to stream or end: this process holds none (Lambda), or
+/// the request names none. The transport's own answer for "no stream offered here".
 fn no_sessions(method: &str) -> HttpResponse {
     let mut resp = envelope(
         StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
-        &format!("{method} /mcp needs MCP sessions, which this deployment does not hold (every POST is answered alone); use POST, and the wait_for_changes tool to wait for changes"),
+        &format!("{method} /mcp acts on an MCP session, named by the Mcp-Session-Id an initialize answered where the server holds sessions (the local server; not AWS, where every POST is answered alone); use POST, and the wait_for_changes tool to wait for changes"),
         None,
     );
     resp.headers_mut()
@@ -90,12 +91,6 @@ fn named_session(
     })
 }
 
-fn needs_session(method: &str) -> WorkspaceError {
-    WorkspaceError::validation(format!(
-        "{method} /mcp needs the Mcp-Session-Id header that an initialize answered"
-    ))
-}
-
 fn mcp_stream(c: Call<'_>) -> workspace_http::Reply<'_> {
     Box::pin(async move {
         let who = c.identify().await?;
@@ -104,7 +99,7 @@ fn mcp_stream(c: Call<'_>) -> workspace_http::Reply<'_> {
         };
         let session = match named_session(sessions, c.parts, &who)? {
             Ok(Some(s)) => s,
-            Ok(None) => return Err(needs_session("GET")),
+            Ok(None) => return Ok(no_sessions("GET")),
             Err(not_found) => return Ok(not_found),
         };
         let accepts = c
@@ -152,7 +147,9 @@ fn mcp_end(c: Call<'_>) -> workspace_http::Reply<'_> {
             return Ok(no_sessions("DELETE"));
         };
         let name = HeaderName::from_static(SESSION_HEADER);
-        let id = single_header(c.parts, &name)?.ok_or_else(|| needs_session("DELETE"))?;
+        let Some(id) = single_header(c.parts, &name)? else {
+            return Ok(no_sessions("DELETE"));
+        };
         if sessions.end(id, &who) {
             Ok(empty_response(StatusCode::NO_CONTENT))
         } else {
