@@ -1,7 +1,8 @@
 //! `completion/complete`: paths from the workspace's listing, like a shell completes them
 //! (the entries one level under what was typed, directories ending in `/`), snapshot ids
 //! from the snapshot list. For the resource templates' `path` and `snapshot` arguments
-//! (`ref/resource`), and, as an extension the specification does not define (its
+//! (`ref/resource`), the `changes_since_snapshot` prompt's `snapshot` and `prefix`
+//! (`ref/prompt`), and, as an extension the specification does not define (its
 //! references are prompts and resource templates only), the path arguments of the tools
 //! (`{"type": "ref/tool", "name": "read_file"}`, arguments `path`, `source`,
 //! `destination`, `prefix`), whose values keep the `/workspace/` form when typed with it.
@@ -99,14 +100,37 @@ pub async fn complete(ws: &Workspace<'_>, params: &Value) -> Result<Value, Failu
             }
             Ok(out)
         }
-        Some("ref/prompt") => Err(invalid(format!(
-            "Invalid params: no prompt {}; this server has no prompts",
-            params
+        Some("ref/prompt") => {
+            let name = params
                 .pointer("/ref/name")
                 .and_then(Value::as_str)
-                .unwrap_or("")
-                .escape_debug()
-        ))),
+                .unwrap_or("");
+            if name != crate::prompts::NAME {
+                return Err(invalid(format!(
+                    "Invalid params: no prompt {}; prompts/list names them",
+                    name.escape_debug()
+                )));
+            }
+            match argument {
+                "snapshot" => snapshots(ws, value).await,
+                "prefix" => {
+                    // Directories only: a prefix names one.
+                    let mut out = paths(ws, value, None).await?;
+                    if let Some(values) = out
+                        .pointer_mut("/completion/values")
+                        .and_then(Value::as_array_mut)
+                    {
+                        values.retain(|v| v.as_str().is_some_and(|s| s.ends_with('/')));
+                        let n = values.len();
+                        if let Some(total) = out.pointer_mut("/completion/total") {
+                            *total = json!(n);
+                        }
+                    }
+                    Ok(out)
+                }
+                _ => Ok(answer(Vec::new(), false)),
+            }
+        }
         _ => Err(invalid(
             "Invalid params: ref.type must be ref/resource (or ref/tool, this server's extension)",
         )),

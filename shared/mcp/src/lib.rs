@@ -7,6 +7,7 @@
 pub mod completion;
 pub mod http;
 pub mod paths;
+pub mod prompts;
 pub mod protocol;
 pub mod resources;
 pub mod sessions;

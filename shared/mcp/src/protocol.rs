@@ -270,6 +270,8 @@ async fn dispatch(
             Ok(json!({}))
         }
         "completion/complete" => crate::completion::complete(ws, params).await,
+        "prompts/list" => Ok(crate::prompts::list()),
+        "prompts/get" => crate::prompts::get(ws, params).await,
         "logging/setLevel" => {
             // Accepted and checked; it changes nothing, since this server sends no log
             // notifications (its logs go to its own log: stderr or CloudWatch).
@@ -326,6 +328,7 @@ pub fn capabilities(link: Link<'_>) -> Value {
     json!({
         "tools": { "listChanged": false },
         "resources": { "subscribe": notifies, "listChanged": notifies },
+        "prompts": { "listChanged": false },
         "completions": {},
         "logging": {},
     })
