@@ -1,5 +1,8 @@
 """Drives the workspace MCP server through the official Python MCP SDK (a real client) and
-asserts what an agent sees. Run by local/tests/mcp.rs against the real `workspace-local`:
+asserts what an agent sees: the tools, and the files as resources (listing in pages, reads
+of text, blobs, versions and snapshots, templates, completion, scopes, subscriptions and
+their notifications, logging/setLevel). Run by local/tests/mcp.rs against the real
+`workspace-local`:
 
   http:  mcp_client.py http  --base URL --key K --evil-key K2 --read-only-key K3 --scoped-key K4
   stdio: mcp_client.py stdio --bin PATH --data-dir DIR
@@ -7,13 +10,20 @@ asserts what an agent sees. Run by local/tests/mcp.rs against the real `workspac
 Exits non-zero with the first failed check."""
 
 import argparse
+import base64
 import sys
 import time
+import warnings
+from contextlib import asynccontextmanager
 
 import anyio
-from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, MCPDeprecationWarning, MCPError, StdioServerParameters, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+# resources/subscribe and logging/setLevel are 2025-era methods (this server speaks
+# 2025-11-25); the SDK warns that the 2026-07-28 revision drops them.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 DENIED = "Error: Access denied. Path must be within /workspace"
 TOOLS = {
@@ -268,6 +278,333 @@ async def wait_tool(a, write):
     check((await a.err("wait_for_changes", timeout_seconds=26)).startswith("Error: Parameter 'timeout_seconds' must be at most 25"), "bound")
 
 
+# Resources, completion, subscriptions and logging (shared/mcp/src/resources.rs,
+# completion.rs, sessions.rs).
+
+FILE_T = "workspace:///{+path}"
+VERSION_T = "workspace:///{+path}{?version}"
+SNAPSHOT_T = "workspace://snapshot/{snapshot}/{+path}"
+NOT_FOUND, ACCESS_DENIED, INVALID_PARAMS = -32002, -32003, -32602
+UPDATED, LIST_CHANGED = "notifications/resources/updated", "notifications/resources/list_changed"
+# 100 files and a directory of 5: listing takes two pages, and `res/` completes to 101
+# entries, one more than an answer holds. Sorted, as the server sorts paths.
+RES_FILES = [f"res/f{i:03}.txt" for i in range(100)] + [f"res/sub/s{i}.txt" for i in range(5)]
+
+
+def uri(path):
+    return f"workspace:///{path}"
+
+
+async def fails(call, code, what):
+    """Awaits `call`, which must fail with the JSON-RPC error `code`; its message."""
+    try:
+        got = await call
+    except MCPError as e:
+        eq(e.code, code, f"{what}: {e.message}")
+        return e.message
+    raise AssertionError(f"{what} should fail with {code}, answered {got!r}")
+
+
+def capabilities(init):
+    c = init.capabilities
+    check(c.resources is not None and c.resources.subscribe and c.resources.list_changed, f"resources: {c}")
+    check(c.completions is not None and c.logging is not None, f"completions, logging: {c}")
+
+
+class Inbox:
+    """A session's message_handler: the resource notifications it received, as (method, uri)."""
+
+    def __init__(self):
+        self.got = []
+
+    async def __call__(self, message):
+        method = getattr(message, "method", "")
+        if method.startswith("notifications/resources/"):
+            self.got.append((method, getattr(message.params, "uri", None)))
+
+    async def expect(self, want, what, within=2.0, then=0.25):
+        """Exactly `want` arrived: waits up to `within` s for that many, then `then` s more
+        for any extra. Forgets them."""
+        deadline = time.monotonic() + within
+        while len(self.got) < len(want) and time.monotonic() < deadline:
+            await anyio.sleep(0.02)
+        await anyio.sleep(then)
+        got, self.got = self.got, []
+        eq(got, want, what)
+
+
+async def all_resources(s):
+    """resources/list walked page by page: (every resource, pages). Each page holds at most
+    100; the whole is sorted by path, no path twice, no directory marker, each resource
+    named and titled after its path."""
+    out, cursor, pages = [], None, 0
+    while True:
+        page = await s.list_resources(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+        pages += 1
+        check(len(page.resources) <= 100, f"page {pages} holds {len(page.resources)}")
+        out += page.resources
+        if page.next_cursor is None:
+            break
+        check(page.next_cursor != cursor and pages < 20, f"cursor {page.next_cursor!r} after page {pages}")
+        cursor = page.next_cursor
+    names = [r.name for r in out]
+    eq(names, sorted(set(names)), "listed by path, each once")
+    for r in out:
+        eq((r.uri, r.title), (uri(r.name), r.name.rsplit("/", 1)[-1]), r.name)
+        check(not r.name.endswith("/.keep"), f"a directory marker listed: {r.name}")
+        check(r.mime_type and r.size is not None and r.annotations and r.annotations.last_modified, r)
+    return out, pages
+
+
+async def listing(s, expected):
+    """1: exactly the >100 live files `expected` (no markers), over several pages; a cursor
+    resources/list did not answer is -32602. The resources, by path."""
+    listed, pages = await all_resources(s)
+    names = [r.name for r in listed]
+    check(pages >= 2, f"{len(names)} resources in {pages} page(s)")
+    eq(names, expected, "every live file listed")
+    eq([n for n in names if n.startswith("res/")], RES_FILES, "res/")
+    for bogus in ["bogus", "", base64.urlsafe_b64encode(b"x1:res/f001.txt").decode()]:
+        await fails(s.list_resources(params=types.PaginatedRequestParams(cursor=bogus)), INVALID_PARAMS, f"cursor {bogus!r}")
+    return {r.name: r for r in listed}
+
+
+async def reads(s, write):
+    """2: a text file with its type, an older version, a percent-encoded path; a missing
+    file or version is -32002, a URI not of this server's forms -32602."""
+    await write("txt/note.md", "one\n")
+    await write("txt/note.md", "two\n")
+    got = (await s.read_resource(uri("txt/note.md"))).contents
+    eq(len(got), 1, "one content")
+    check(isinstance(got[0], types.TextResourceContents), got)
+    eq((got[0].uri, got[0].mime_type, got[0].text), (uri("txt/note.md"), "text/markdown", "two\n"), "text read")
+    old = (await s.read_resource(uri("txt/note.md?version=1"))).contents[0]
+    eq((old.uri, old.text), (uri("txt/note.md?version=1"), "one\n"), "version 1")
+    eq((await s.read_resource("workspace:///txt/n%6Fte.md")).contents[0].text, "two\n", "percent-encoded")
+    for missing in ["txt/none.md", "txt/note.md?version=3", "no/such/dir.md"]:
+        await fails(s.read_resource(uri(missing)), NOT_FOUND, missing)
+    for bad in ["test://static-text", "workspace:///../etc/passwd", uri("txt/note.md?version=0"),
+                "workspace://other/txt/note.md", "workspace://snapshot/only-an-id", "workspace:///"]:
+        await fails(s.read_resource(bad), INVALID_PARAMS, bad)
+
+
+async def templates(s):
+    """3: exactly the three templates."""
+    got = await s.list_resource_templates()
+    eq([(t.uri_template, t.name) for t in got.resource_templates],
+       [(FILE_T, "file"), (VERSION_T, "file-version"), (SNAPSHOT_T, "snapshot-file")], "templates")
+    eq(got.next_cursor, None, "one page of templates")
+
+
+async def completes(s, template, typed, name="path", context=None):
+    """completion/complete of a template's argument: (values, total, hasMore)."""
+    ref = types.ResourceTemplateReference(type="ref/resource", uri=template)
+    c = (await s.complete(ref, {"name": name, "value": typed}, context)).completion
+    return c.values, c.total, c.has_more
+
+
+async def completion(s):
+    """5: the entries one level under what was typed (directories end in /), at most 100,
+    with the total and hasMore past that; nothing for what can start no path; a template's
+    snapshot path needs the snapshot; an unknown prompt or template is -32602."""
+    res = [p for p in RES_FILES if "/sub/" not in p]
+    eq(await completes(s, FILE_T, "res/"), (res, 101, True), "res/: 100 of 101")
+    eq(await completes(s, VERSION_T, "res/s"), (["res/sub/"], 1, False), "res/s")
+    eq(await completes(s, FILE_T, "res/sub"), (["res/sub/"], 1, False), "res/sub")
+    eq(await completes(s, FILE_T, "res/sub/"), (RES_FILES[100:], 5, False), "res/sub/")
+    eq(await completes(s, FILE_T, "res/f09"), (res[90:], 10, False), "res/f09")
+    top, total, more = await completes(s, FILE_T, "")
+    check({"res/", "txt/", "docs/", "README.md"} <= set(top) and (total, more) == (len(top), False), top)
+    check(all(v.endswith("/") != ("/" not in v) for v in top), f"one level: {top}")
+    for nothing in ["nope/", "res/zz", "../", "/etc"]:
+        eq(await completes(s, FILE_T, nothing), ([], 0, False), nothing)
+    eq(await completes(s, FILE_T, "res/", name="version"), ([], 0, False), "no values for version")
+    eq(await completes(s, SNAPSHOT_T, "res/"), ([], 0, False), "which snapshot's paths is not known")
+    await fails(s.complete(types.ResourceTemplateReference(type="ref/resource", uri="workspace:///{x}"),
+                           {"name": "path", "value": ""}), INVALID_PARAMS, "unknown template")
+    await fails(s.complete(types.PromptReference(type="ref/prompt", name="summarize"), {"name": "topic", "value": ""}),
+                INVALID_PARAMS, "an unknown prompt")
+
+
+async def logging_level(s):
+    """8: logging/setLevel takes RFC 5424's levels and refuses others."""
+    check(isinstance(await s.set_logging_level("info"), types.EmptyResult), "setLevel info")
+    # The SDK's types admit only valid levels: build the request unchecked.
+    loud = types.SetLevelRequest(params=types.SetLevelRequestParams.model_construct(level="loud"))
+    await fails(s.send_request(loud, types.EmptyResult), INVALID_PARAMS, "level loud")
+
+
+async def resources_over_stdio(s, a, inbox):
+    """Resources and completion on stdio, where every write is a tool call. Subscriptions
+    first: the process's one client has not listed the resources yet."""
+    # 7: a subscribed file's writes are notified (its creation too); after unsubscribing
+    # they are not; a creation changes the list only once the client listed it.
+    await s.subscribe_resource(uri("sub/s.md"))
+    await a.ok("write_file", path="sub/s.md", content="1")
+    await inbox.expect([(UPDATED, uri("sub/s.md"))], "subscribed file created (not listed: no list_changed)")
+    await a.ok("write_file", path="sub/s.md", content="2")
+    await inbox.expect([(UPDATED, uri("sub/s.md"))], "subscribed file written")
+    await s.unsubscribe_resource(uri("sub/s.md"))
+    await a.ok("write_file", path="sub/s.md", content="3")
+    await a.ok("write_file", path="sub/other.md", content="x")
+    await inbox.expect([], "unsubscribed; a creation before listing", within=0, then=0.5)
+    await s.list_resources()
+    await a.ok("write_file", path="sub/new.md", content="x")
+    await inbox.expect([(LIST_CHANGED, None)], "created after listing")
+    await a.ok("write_file", path="sub/new.md", content="y")
+    await a.ok("delete_file", path="sub/new.md")
+    await inbox.expect([(LIST_CHANGED, None)], "an update is no list change, a delete is")
+    await fails(s.subscribe_resource(uri("sub/s.md?version=1")), INVALID_PARAMS, "a version never changes")
+
+    for p in RES_FILES:
+        await a.ok("write_file", path=p, content=f"{p}\n")
+    # docs/ holds only its marker (every_tool made it), which is no resource.
+    eq(await a.ok("create_directory", path="docs"), "Directory already exists: docs")
+    found = await a.ok("search_files", path=".", pattern="**", max_results=1000)
+    files = [line[len("[FILE] "):] for line in found.split("\n") if line.startswith("[FILE] ")]
+    await listing(s, sorted(files))
+    await reads(s, lambda p, c: a.ok("write_file", path=p, content=c))
+    await templates(s)
+    await completion(s)
+    await logging_level(s)
+    inbox.got.clear()
+
+
+async def resources_over_http(args, client):
+    """Resources, completion, snapshots, scopes and subscriptions over Streamable HTTP; the
+    workspace's files are written through the HTTP file API."""
+    base, url = args.base, f"{args.base}/mcp"
+
+    @asynccontextmanager
+    async def session(key, inbox=None):
+        async with client(key) as hc, streamable_http_client(url, http_client=hc) as (read, write):
+            async with ClientSession(read, write, message_handler=inbox) as s:
+                capabilities(await s.initialize())
+                yield s
+
+    async with client(args.key) as http:
+        async def put(path, content=None, raw=None):
+            body = {"content": content} if raw is None else {"contentBase64": base64.b64encode(raw).decode()}
+            r = await http.put(f"{base}/v1/host/workspace/files/{path}", json=body)
+            check(r.status_code in (200, 201), f"PUT {path}: {r.status_code} {r.text}")
+
+        async def live_files():
+            """The HTTP listing (markers included): {path: file}."""
+            out, token = {}, None
+            while True:
+                page = (await http.get(f"{base}/v1/host/workspace/files", params={"nextToken": token} if token else {})).json()
+                out.update((f["path"], f) for f in page["files"])
+                token = page.get("nextToken")
+                if not token:
+                    return out
+
+        raw = bytes([0, 0xFF, 0xFE, 0x80]) + b" not UTF-8\x00"
+        async with session(args.key) as s:
+            async with anyio.create_task_group() as tg:
+                for p in RES_FILES:
+                    tg.start_soon(put, p, f"{p}\n")
+            files = await live_files()
+            check("docs/.keep" in files, "a directory marker (every_tool made docs/) to leave out")
+            listed = await listing(s, sorted(p for p in files if not p.endswith("/.keep")))
+            for name, r in listed.items():
+                f = files[name]
+                eq((r.size, r.mime_type, r.annotations.last_modified), (f["size"], f["contentType"], f["updatedAt"]), name)
+            await reads(s, put)
+            # Bytes that are not UTF-8 are a base64 blob (a tool cannot write them: HTTP only).
+            await put("bin/blob.bin", raw=raw)
+            blob = (await s.read_resource(uri("bin/blob.bin"))).contents[0]
+            check(isinstance(blob, types.BlobResourceContents), blob)
+            eq((blob.uri, blob.mime_type, base64.b64decode(blob.blob)), (uri("bin/blob.bin"), "application/octet-stream", raw))
+            await templates(s)
+            await completion(s)
+            await logging_level(s)
+
+            # 4: a snapshot reads as it was pinned, whatever the live file became.
+            await put("snap/pinned.md", "before\n")
+            made = await http.post(f"{base}/v1/host/workspace/snapshots", json={})
+            eq(made.status_code, 201, made.text)
+            snap = made.json()["snapshotId"]
+            await put("snap/pinned.md", "after\n")
+            await put("snap/later.md", "later\n")
+            pinned = f"workspace://snapshot/{snap}/snap/pinned.md"
+            got = (await s.read_resource(pinned)).contents[0]
+            eq((got.uri, got.mime_type, got.text), (pinned, "text/markdown", "before\n"), "pinned")
+            eq((await s.read_resource(uri("snap/pinned.md"))).contents[0].text, "after\n", "live")
+            await fails(s.read_resource(f"workspace://snapshot/{snap}/snap/later.md"), NOT_FOUND, "created after it")
+            await fails(s.read_resource("workspace://snapshot/s0-none/snap/pinned.md"), NOT_FOUND, "no such snapshot")
+            # 5: a snapshot's paths and the snapshot ids complete.
+            eq(await completes(s, SNAPSHOT_T, "snap/", context={"snapshot": snap}), (["snap/pinned.md"], 1, False),
+               "paths in the snapshot")
+            ids, total, more = await completes(s, SNAPSHOT_T, snap[:6], name="snapshot")
+            check(snap in ids and all(i.startswith(snap[:6]) for i in ids) and (total, more) == (len(ids), False), ids)
+            eq(await completes(s, SNAPSHOT_T, "zz", name="snapshot"), ([], 0, False), "no such id")
+            eq(await completes(s, SNAPSHOT_T, "", context={"snapshot": "s0-none"}), ([], 0, False),
+               "an unknown snapshot's paths complete to nothing")
+
+        # 6: the read-only key lists and reads all of it; the key scoped to watch/** lists
+        # only watch/ and is refused (-32003) past it; another tenant's key sees nothing.
+        async with session(args.read_only_key) as ro:
+            await listing(ro, sorted(p for p in await live_files() if not p.endswith("/.keep")))
+            eq((await ro.read_resource(uri("txt/note.md?version=1"))).contents[0].text, "one\n", "read-only reads")
+            eq(base64.b64decode((await ro.read_resource(uri("bin/blob.bin"))).contents[0].blob), raw, "read-only blob")
+            eq((await ro.read_resource(pinned)).contents[0].text, "before\n", "read-only snapshot")
+        async with session(args.scoped_key) as sc:
+            watch = [p for p in sorted(await live_files()) if p.startswith("watch/")]
+            check(len(watch) >= 2, f"files in scope: {watch}")
+            got, _ = await all_resources(sc)
+            eq([r.name for r in got], watch, "the scoped key lists its globs' files")
+            eq((await sc.read_resource(uri(watch[0]))).contents[0].uri, uri(watch[0]), "read in scope")
+            await fails(sc.read_resource(uri("watch/none.md")), NOT_FOUND, "missing in scope")
+            for outside in [uri("txt/note.md"), uri("txt/note.md?version=1"), pinned]:
+                message = await fails(sc.read_resource(outside), ACCESS_DENIED, outside)
+                check(message.startswith("Access denied") and "watch/**" in message, message)
+            eq(await completes(sc, FILE_T, ""), (["watch/"], 1, False), "scoped completion")
+            eq(await completes(sc, FILE_T, "txt/"), ([], 0, False), "scoped completion outside")
+        async with session(args.evil_key) as ev:
+            page = await ev.list_resources()
+            eq((page.resources, page.next_cursor), ([], None), "another tenant lists nothing")
+            for theirs in [uri("txt/note.md"), uri("txt/note.md?version=1"), uri("bin/blob.bin"), pinned]:
+                await fails(ev.read_resource(theirs), NOT_FOUND, f"another tenant reads {theirs}")
+            eq(await completes(ev, FILE_T, ""), ([], 0, False), "another tenant completes nothing")
+            check(snap not in (await completes(ev, SNAPSHOT_T, "", name="snapshot"))[0], "nor snapshot ids")
+
+        # 7: subscriptions ride the session's GET stream. The main key's session and the
+        # scoped key's listen at once; another tenant's session, subscribed to the same
+        # path and listing, hears nothing of this workspace.
+        await put("live/x.md", "1")
+        mi, si, ei = Inbox(), Inbox(), Inbox()
+        async with session(args.key, mi) as s, session(args.scoped_key, si) as sc, session(args.evil_key, ei) as ev:
+            await s.subscribe_resource(uri("live/x.md"))
+            await sc.list_resources()
+            await sc.subscribe_resource(uri("watch/w.md"))  # not there yet
+            await ev.list_resources()
+            await ev.subscribe_resource(uri("live/x.md"))
+            await fails(sc.subscribe_resource(uri("live/x.md")), ACCESS_DENIED, "scoped key subscribes outside")
+            await fails(s.subscribe_resource(uri("live/x.md?version=1")), INVALID_PARAMS, "a version never changes")
+            await fails(s.subscribe_resource("test://watched-resource"), INVALID_PARAMS, "a foreign URI")
+            await put("live/x.md", "2")
+            await mi.expect([(UPDATED, uri("live/x.md"))], "the subscribed file, written over HTTP: once")
+            await s.unsubscribe_resource(uri("live/x.md"))
+            await put("live/x.md", "3")
+            await mi.expect([], "unsubscribed", within=0, then=1.0)
+            await s.list_resources()
+            await put("outside/created.md", "x")
+            await mi.expect([(LIST_CHANGED, None)], "a file created after listing")
+            await put("watch/w.md", "w")
+            await mi.expect([(LIST_CHANGED, None)], "another created")
+            await si.expect([(UPDATED, uri("watch/w.md")), (LIST_CHANGED, None)],
+                            "scoped: its subscribed file created, nothing of live/ or outside/", then=0)
+            await put("watch/w.md", "w2")
+            await si.expect([(UPDATED, uri("watch/w.md"))], "scoped: its file updated")
+            eq(mi.got, [], "an update is no list change")
+            resp = await http.delete(f"{base}/v1/host/workspace/files/live/x.md")
+            eq(resp.status_code, 204, resp.text)
+            await mi.expect([(LIST_CHANGED, None)], "a file deleted after listing")
+            eq(si.got, [], "scoped: a delete outside its globs")
+            eq(ei.got, [], "another tenant hears nothing")
+            await s.unsubscribe_resource(uri("never/subscribed.md"))  # nothing to do, no error
+
+
 async def http_mode(args):
     url = f"{args.base}/mcp"
 
@@ -381,13 +718,17 @@ async def http_mode(args):
                 text = await sc.ok("wait_for_changes", since="2000-01-01T00:00:00Z", timeout_seconds=0, **extra)
                 check("outside" not in text, text)
 
+    await resources_over_http(args, client)
+
 
 async def stdio_mode(args):
     params = StdioServerParameters(command=args.bin, args=["mcp", "--tenant", "acme", "--workspace", "stdio"],
                                    env={"WORKSPACE_DATA_DIR": args.data_dir, "RUST_LOG": "warn"})
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+    inbox = Inbox()
+    async with stdio_client(params) as (read, write), ClientSession(read, write, message_handler=inbox) as s:
         init = await s.initialize()
         eq(init.server_info.name, "workspace-tool")
+        capabilities(init)
         await tool_list(s)
         await every_tool(Agent(s))
         await memory_tool(Agent(s))
@@ -400,6 +741,7 @@ async def stdio_mode(args):
         async def stdio_write(path, content):
             await a.ok("write_file", path=path, content=content)
         await wait_tool(a, stdio_write)
+        await resources_over_stdio(s, a, inbox)
     # The high-level Client probes the 2026-07-28 `server/discover` first ("auto" mode) and
     # falls back to the initialize handshake, which this server speaks.
     async with Client(params) as c:

@@ -2,7 +2,10 @@
 //! installed into .venv by tests/run.sh from tests/requirements.txt) drives the real
 //! `workspace-local` over Streamable HTTP and over stdio, and asserts every tool's texts,
 //! traversal refusals, isolation, read-only credentials, and that MCP writes are versions
-//! on the HTTP API, redacted. This file checks the process side: exit status, events, logs.
+//! on the HTTP API, redacted; and the files as resources: paged listing, text, blob,
+//! version and snapshot reads, templates, completion, path-scoped and other tenants' keys,
+//! and the notifications of subscriptions (a session's GET stream; stdout on stdio). This
+//! file checks the process side: exit status, events, logs.
 
 mod common;
 

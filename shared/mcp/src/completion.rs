@@ -167,8 +167,15 @@ async fn paths(ws: &Workspace<'_>, typed: &str, snapshot: Option<&str>) -> Resul
                     .list_snapshot(ws.who, id, &prefix, None, after.as_ref())
                     .await
             }
-        }
-        .map_err(|e| failure(e, typed))?;
+        };
+        let page = match page {
+            Ok(page) => page,
+            // An unknown snapshot (or another workspace's) has nothing to complete from.
+            Err(workspace_core::WorkspaceError::NotFound(_)) if snapshot.is_some() => {
+                return Ok(answer(Vec::new(), false))
+            }
+            Err(e) => return Err(failure(e, typed)),
+        };
         for f in &page.files {
             scanned += 1;
             let rest = &f.path[dir.len()..];

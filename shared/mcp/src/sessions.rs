@@ -76,7 +76,12 @@ impl Subscriptions {
 
     /// `resources/unsubscribe` (of a URI not subscribed to: nothing to do).
     pub fn unsubscribe(&self, uri: &str) -> Result<(), (i64, String)> {
-        if let ResourceUri::File { path, .. } = ResourceUri::parse(uri)? {
+        // Only the current-version form can have been subscribed to.
+        if let ResourceUri::File {
+            path,
+            version: None,
+        } = ResourceUri::parse(uri)?
+        {
             lock(&self.0).remove(path.as_str());
         }
         Ok(())
@@ -406,6 +411,9 @@ mod tests {
         let ids: Vec<_> = got.iter().map(|(id, _)| id.to_string()).collect();
         assert_eq!(ids, ["11-0", "11-1"]);
         assert_eq!(got[0].1["params"]["uri"], "workspace:///a.md");
+        // A version's URI was never subscribed to: unsubscribing it leaves the file's.
+        subs.unsubscribe("workspace:///a.md?version=1").unwrap();
+        assert_eq!(subs.notifications(&who(), [(10, &a2)]).len(), 1);
         subs.unsubscribe("workspace:///a.md").unwrap();
         assert!(subs.notifications(&who(), [(10, &a2)]).is_empty());
     }
