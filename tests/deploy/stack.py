@@ -98,10 +98,77 @@ def _walk_replace(node: Any, fn) -> Any:
     return node
 
 
-def _moto_workarounds(template: dict, session_key: str) -> tuple[dict, list[str], list[str]]:
+def conditions(template: dict, params: dict[str, str]) -> dict[str, bool]:
+    """Each condition of the template, evaluated with `params` (parameter defaults otherwise):
+    Fn::Equals, Fn::Not, Fn::And, Fn::Or, Condition, and Ref of a parameter or pseudo
+    parameter, which is all a template's Conditions section may use."""
+    decl = template.get("Parameters", {})
+    values = {k: str(params.get(k, d.get("Default", ""))) for k, d in decl.items()}
+    values.update({"AWS::Region": REGION})
+    conds = template.get("Conditions", {})
+    done: dict[str, bool] = {}
+
+    def ev(node: Any) -> Any:
+        if isinstance(node, dict) and len(node) == 1:
+            (k, v), = node.items()
+            if k == "Ref":
+                return values[v]
+            if k == "Condition":
+                return cond(v)
+            if k == "Fn::Equals":
+                return str(ev(v[0])) == str(ev(v[1]))
+            if k == "Fn::Not":
+                return not ev(v[0])
+            if k == "Fn::And":
+                return all(ev(x) for x in v)
+            if k == "Fn::Or":
+                return any(ev(x) for x in v)
+        if isinstance(node, (str, int, float, bool)):
+            return node
+        raise ValueError(f"a condition this evaluator does not know: {node}")
+
+    def cond(name: str) -> bool:
+        if name not in done:
+            done[name] = bool(ev(conds[name]))
+        return done[name]
+
+    return {name: cond(name) for name in conds}
+
+
+def _moto_workarounds(template: dict, session_key: str,
+                      params: dict[str, str] | None = None) -> tuple[dict, list[str], list[str]]:
     """The copy of `template` moto can create: (copy, workarounds applied, outputs dropped)."""
     t = copy.deepcopy(template)
     applied: list[str] = []
+
+    # MOTO BUG (moto 5.2.x, moto/cloudformation/parsing.py clean_json): a list item
+    # `Fn::If [cond, X, Ref AWS::NoValue]` whose condition is false becomes None in the list
+    # instead of being left out (CloudFormation removes it), and e.g. an IAM role's
+    # `Policies` then fails on None["PolicyName"] (HTTP 500). Such items are resolved here:
+    # left out when their branch is NoValue, else kept for moto to resolve.
+    truth = conditions(t, params or {})
+    novalue = {"Ref": "AWS::NoValue"}
+    dropped_items = 0
+
+    def drop_novalue(node: Any) -> Any:
+        nonlocal dropped_items
+        if isinstance(node, dict):
+            return {k: drop_novalue(v) for k, v in node.items()}
+        if isinstance(node, list):
+            out = []
+            for item in node:
+                if isinstance(item, dict) and set(item) == {"Fn::If"}:
+                    c, yes, no = item["Fn::If"]
+                    if (yes if truth.get(c) else no) == novalue:
+                        dropped_items += 1
+                        continue
+                out.append(drop_novalue(item))
+            return out
+        return node
+
+    t["Resources"] = drop_novalue(t["Resources"])
+    if dropped_items:
+        applied.append(f"list items Fn::If [cond, X, AWS::NoValue] resolved to NoValue left out ({dropped_items}; moto keeps None)")
     resources = t["Resources"]
     types = {k: v["Type"] for k, v in resources.items()}
 
@@ -189,8 +256,9 @@ def deploy(
         params.setdefault(k, v)
     if translated is None:
         template = translate.load_template(template_path or translate.ROOT / "template.yaml")
+        # Every parameter: the transform reads some (Tracing) itself.
         translated, errors = translate.translate(
-            template, {"Authorizer": params["Authorizer"], "IndexSubscriber": params["IndexSubscriber"]}
+            template, {k: v for k, v in params.items() if k != "EndpointUrl"}
         )
         if errors:
             raise DeployError("the SAM transform refuses the template:\n  " + "\n  ".join(errors))
@@ -199,7 +267,7 @@ def deploy(
     if unknown:
         raise DeployError(f"parameters the template does not declare: {unknown}")
 
-    body, applied, dropped = _moto_workarounds(translated, secrets.token_hex(32))
+    body, applied, dropped = _moto_workarounds(translated, secrets.token_hex(32), params)
 
     s3 = client("s3", endpoint)
     blob = dummy_zip()

@@ -51,16 +51,55 @@ REQUIRED_PARAMS = {
     "JwtAudience": "workspace-client,workspace-cli",
 }
 
-# The parameters that select different resources (conditions), and their values.
+# A customer managed key's ARN for the translation and lint (check.py deploys with a key it
+# creates in moto instead).
+SAMPLE_KMS_KEY_ARN = "arn:aws:kms:us-east-1:123456789012:key/0b2c1f9e-3d4a-4e55-9a7b-1c2d3e4f5a6b"
+
+
+def samconfig_environments(path: Path | None = None) -> dict[str, dict[str, str]]:
+    """{environment: its deploy parameter_overrides} of samconfig.toml (sections
+    [<env>.deploy.parameters] with parameter_overrides, `K=V K2="V 2"` as SAM reads them)."""
+    import shlex
+    import tomllib
+
+    conf = tomllib.loads((path or ROOT / "samconfig.toml").read_text())
+    out = {}
+    for env, section in conf.items():
+        if not isinstance(section, dict):
+            continue
+        overrides = section.get("deploy", {}).get("parameters", {}).get("parameter_overrides")
+        if overrides is None:
+            continue
+        items = shlex.split(overrides) if isinstance(overrides, str) else list(overrides)
+        out[env] = dict(item.split("=", 1) for item in items)
+    return out
+
+
+# The parameter sets each gate runs: every Authorizer × IndexSubscriber (the conditions
+# that select resources), then with a customer managed key and active tracing (which the
+# SAM transform reads), then each samconfig.toml environment's parameter_overrides.
 COMBOS: list[dict[str, str]] = [
     {"Authorizer": auth, "IndexSubscriber": index}
     for auth in ("JwtAuthorizer", "ApiKeyAuthorizer")
     for index in ("Enabled", "Disabled")
+] + [
+    {"Authorizer": "JwtAuthorizer", "IndexSubscriber": "Enabled", "KmsKeyArn": SAMPLE_KMS_KEY_ARN, "Tracing": "Active"},
+    {"Authorizer": "ApiKeyAuthorizer", "IndexSubscriber": "Disabled", "KmsKeyArn": SAMPLE_KMS_KEY_ARN},
+] + [
+    {"Authorizer": "JwtAuthorizer", "IndexSubscriber": "Disabled", **overrides, "_env": env}
+    for env, overrides in samconfig_environments().items()
 ]
 
 
 def combo_name(params: dict[str, str]) -> str:
-    return f"{params['Authorizer']}-Index{params['IndexSubscriber']}"
+    name = f"{params.get('Authorizer', 'JwtAuthorizer')}-Index{params.get('IndexSubscriber', 'Disabled')}"
+    if params.get("KmsKeyArn"):
+        name += "-Kms"
+    if params.get("Tracing") == "Active":
+        name += "-Tracing"
+    if params.get("_env"):
+        name = f"samconfig-{params['_env']}-{name}"
+    return name
 
 
 # The AWS managed policies a `Policies:` entry may name, by name (the transform looks such
@@ -110,7 +149,8 @@ def package(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def parameter_values(params: dict[str, str]) -> dict[str, str]:
-    return {**REQUIRED_PARAMS, **params}
+    """The stack parameters of a combination (its keys starting with `_` are labels)."""
+    return {**REQUIRED_PARAMS, **{k: v for k, v in params.items() if not k.startswith("_")}}
 
 
 def translate(template: dict[str, Any], params: dict[str, str]) -> tuple[dict | None, list[str]]:

@@ -17,7 +17,9 @@ async fn main() -> Result<(), Error> {
     let keeper = &keeper;
     lambda_runtime::run(service_fn(
         |e: LambdaEvent<EventBridgeEvent<WorkspaceEvent>>| async move {
-            let outcome = keeper.on_event(&e.payload.detail).await?;
+            let outcome = keeper.on_event(&e.payload.detail).await;
+            workspace_lambda::metrics::events_processed("index", 1);
+            let outcome = outcome?;
             tracing::info!(?outcome, path = %e.payload.detail.path, "handled");
             Ok::<Outcome, Error>(outcome)
         },

@@ -11,7 +11,9 @@ async fn main() -> Result<(), Error> {
     let indexer = Indexer::new(aws.files()?.with_search(aws.search()?));
     let indexer = &indexer;
     lambda_runtime::run(service_fn(|e: LambdaEvent<SqsEvent>| async move {
-        Ok::<SqsBatchResponse, Error>(indexer.on_batch(&e.payload).await)
+        let answer = indexer.on_batch(&e.payload).await;
+        workspace_lambda::metrics::events_processed("indexer", e.payload.records.len());
+        Ok::<SqsBatchResponse, Error>(answer)
     }))
     .await
 }

@@ -10,6 +10,7 @@ use workspace_store_aws::publisher::Publisher;
 async fn publish(publisher: &Publisher, event: &Value) -> Value {
     let records = records_from_lambda_event(event);
     let failed = publisher.process(&records).await;
+    workspace_lambda::metrics::events_processed("publish", records.len());
     json!({
         "batchItemFailures": failed
             .into_iter()

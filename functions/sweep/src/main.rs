@@ -16,6 +16,7 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| async move {
         // The answer says how many versions were looked at and deleted.
         let report = sweeper.sweep(SystemClock.now_ms(), grace_ms).await?;
+        workspace_lambda::metrics::events_processed("sweep", report.examined);
         Ok::<_, Error>(json!({ "examined": report.examined, "deleted": report.deleted }))
     }))
     .await

@@ -13,6 +13,7 @@ pub mod globs;
 pub mod keys;
 pub mod limits;
 pub mod memory;
+pub mod metrics;
 pub mod model;
 pub mod path;
 pub mod path_scope;

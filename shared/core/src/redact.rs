@@ -18,6 +18,7 @@
 //! | `jwt` | three base64url parts, the first two starting `eyJ` |
 //! | `assigned-secret` | `password=`, `secret:`, `token=`, `api_key=` … followed by a value of 12+ characters with high entropy |
 
+use crate::metrics::{self, Counter};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -118,9 +119,13 @@ impl Redactor {
         Self { structural }
     }
 
+    /// Also counts each secret replaced as [`Counter::Redactions`] of the request in
+    /// progress (every caller redacts text about to be stored; a write that redacts again
+    /// because the tenant's secrets moved meanwhile counts twice, which is rare).
     pub fn redact(&self, text: &str, registered: &[RegisteredSecret]) -> Redacted {
         let mut out = text.to_owned();
         let mut hits = Vec::new();
+        let mut replaced = 0u64;
         let mut secrets: Vec<&RegisteredSecret> = registered
             .iter()
             .filter(|s| s.value.len() >= MIN_REGISTERED_LEN)
@@ -129,6 +134,7 @@ impl Redactor {
         secrets.sort_by_key(|s| std::cmp::Reverse(s.value.len()));
         for s in secrets {
             if out.contains(&s.value) {
+                replaced += out.matches(s.value.as_str()).count() as u64;
                 out = out.replace(&s.value, &format!("[REDACTED:{}]", s.id));
                 hits.push(s.id.clone());
             }
@@ -157,6 +163,7 @@ impl Redactor {
                     continue;
                 }
                 hits.push(rule.id.to_owned());
+                replaced += ranges.len() as u64;
                 // The ranges are in order and disjoint: one pass copies the text around them
                 // (replacing each in place moved the rest of the text once per secret).
                 let tag = format!("[REDACTED:{}]", rule.id);
@@ -171,6 +178,7 @@ impl Redactor {
                 out = next;
             }
         }
+        metrics::add(Counter::Redactions, replaced);
         Redacted { text: out, hits }
     }
 }

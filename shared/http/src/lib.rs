@@ -138,6 +138,11 @@ impl App {
         self
     }
 
+    /// Whether this process registered a handler for `route`.
+    pub fn serves(&self, route: Route) -> bool {
+        self.handlers.contains_key(&route)
+    }
+
     /// Serves URLs this process signs itself (the local server, the contract harness).
     pub fn serve_signed(mut self, urls: &'static SignedUrls) -> Self {
         self.signed.push(urls);

@@ -172,6 +172,69 @@ macro_rules! rows {
 }
 
 impl Route {
+    /// The route's OpenAPI `operationId` (a test holds it equal to the document's): a
+    /// bounded name for it in logs and metrics.
+    pub fn operation_id(self) -> &'static str {
+        match self {
+            Route::Health => "health",
+            Route::Discovery => "discovery",
+            Route::Capabilities => "capabilities",
+            Route::OpenApi => "openapi",
+            Route::ListFiles => "listFiles",
+            Route::ListChanges => "listChanges",
+            Route::Search => "search",
+            Route::GetFile => "getFile",
+            Route::PutFile => "putFile",
+            Route::DeleteFile => "deleteFile",
+            Route::Mcp => "mcp",
+            Route::McpStream => "mcpStream",
+            Route::McpEnd => "mcpEnd",
+            Route::McpHealth => "mcpHealth",
+            Route::Memory => "memory",
+            Route::CacheGet => "cacheGet",
+            Route::CachePut => "cachePut",
+            Route::CacheDelete => "cacheDelete",
+            Route::BlobList => "blobList",
+            Route::BlobPresign => "blobPresign",
+            Route::BlobGet => "blobGet",
+            Route::BlobPut => "blobPut",
+            Route::BlobDelete => "blobDelete",
+            Route::ListVersions => "listVersions",
+            Route::RestoreVersion => "restoreVersion",
+            Route::EraseVersion => "eraseVersion",
+            Route::Diff => "diff",
+            Route::CreateSnapshot => "createSnapshot",
+            Route::ListSnapshots => "listSnapshots",
+            Route::GetSnapshot => "getSnapshot",
+            Route::DeleteSnapshot => "deleteSnapshot",
+            Route::RestoreSnapshot => "restoreSnapshot",
+            Route::CreateFork => "createFork",
+            Route::ListForks => "listForks",
+            Route::GetFork => "getFork",
+            Route::DiscardFork => "discardFork",
+            Route::ForkDiff => "forkDiff",
+            Route::MergeFork => "mergeFork",
+            Route::RebaseFork => "rebaseFork",
+            Route::CreateRun => "createRun",
+            Route::ListRuns => "listRuns",
+            Route::GetRun => "getRun",
+            Route::StartUpload => "startUpload",
+            Route::WorkspaceEvents => "workspaceEvents",
+            Route::CreateWorkspace => "createWorkspace",
+            Route::ListWorkspaces => "listWorkspaces",
+            Route::GetWorkspace => "getWorkspace",
+            Route::DeleteWorkspace => "deleteWorkspace",
+            Route::UploadArtifact => "uploadArtifact",
+            Route::ListArtifacts => "listArtifacts",
+            Route::GetArtifact => "getArtifact",
+            Route::ListSessions => "listSessions",
+            Route::SessionHistory => "sessionHistory",
+            Route::DeleteSession => "deleteSession",
+            Route::ConsolePage => "consolePage",
+            Route::ConsoleAsset => "consoleAsset",
+        }
+    }
+
     /// The workspace API for agent sessions (`crate::sessions`): its caller is a tenant and
     /// a principal (the credential's grant), not one workspace's identity.
     pub fn acts_on_tenant(self) -> bool {
@@ -255,7 +318,7 @@ pub const ROUTES: &[RouteSpec] = rows! {
     PUT    FILE => PutFile, "put", Write;
     DELETE FILE => DeleteFile, "delete", Write;
     POST   "/mcp" => Mcp, "mcp", Credential;
-    GET    "/mcp" => McpStream, "mcp", Credential;
+    GET    "/mcp" => McpStream, "mcp", Read;
     DELETE "/mcp" => McpEnd, "mcp", Credential;
     GET    "/mcp/health" => McpHealth, "mcp", Nothing;
     POST   "/v1/host/workspace/memory" => Memory, "mcp", Read;
@@ -384,8 +447,9 @@ mod tests {
     #[test]
     fn reads_need_read_and_changes_need_write_unless_the_handler_decides_per_call() {
         // Rows whose need depends on the call: the handler checks the rest with
-        // `Needs::check` (an MCP tool, a memory command that writes, a presigned PUT).
-        let per_call = [Route::Mcp, Route::Memory, Route::BlobPresign];
+        // `Needs::check` (an MCP tool, a memory command that writes, a presigned PUT); and
+        // the end of one's own MCP session, which changes no file.
+        let per_call = [Route::Mcp, Route::Memory, Route::BlobPresign, Route::McpEnd];
         for row in ROUTES {
             let want = if row.public() || per_call.contains(&row.route) {
                 continue;

@@ -7,12 +7,18 @@
 pub mod authorizer;
 #[cfg(feature = "aws")]
 pub mod identity;
+pub mod logs;
+pub mod metrics;
 pub mod purge;
 
 use bytes::Bytes;
 use http::{Request, Response};
+use lambda_http::request::RequestContext;
 use lambda_http::{service_fn, Body, Error, RequestExt};
 use std::sync::Arc;
+use std::time::Instant;
+use tracing::Instrument;
+use workspace_http::routes::ROUTES;
 use workspace_http::{App, PathForm, RouteLabel};
 #[cfg(feature = "aws")]
 use workspace_wiring::{aws::Aws, Settings};
@@ -43,31 +49,91 @@ pub async fn start() -> Result<Aws, Error> {
     Ok(Aws::connect(Settings::from_env()?).await)
 }
 
-/// JSON logs for CloudWatch, filtered by `RUST_LOG` (`info`, `warn,workspace_http=debug`, ...).
-/// A `Targets` filter rather than `EnvFilter`: the same directives without span and field
-/// matching, and without the regex engine EnvFilter links into every function.
+/// JSON logs for CloudWatch ([`logs`]).
 pub fn init_tracing() {
-    use tracing_subscriber::filter::{LevelFilter, Targets};
-    use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::util::SubscriberInitExt;
-    let filter = std::env::var("RUST_LOG")
-        .ok()
-        .and_then(|v| v.parse::<Targets>().ok())
-        .unwrap_or_else(|| Targets::new().with_default(LevelFilter::INFO));
-    tracing_subscriber::registry()
-        .with(tracing_subscriber::fmt::layer().json().without_time())
-        .with(filter)
-        .init();
+    logs::init();
 }
 
-/// Serves `app` under the Lambda runtime.
+/// Serves `app` under the Lambda runtime: each request through [`invoke`], its metrics to
+/// stdout.
 pub async fn run(app: App) -> Result<(), Error> {
     let app = Arc::new(app);
     lambda_http::run(service_fn(move |req| {
         let app = app.clone();
-        async move { handle(&app, req).await.map(Exact) }
+        async move { invoke(&app, req, &metrics::stdout).await.map(Exact) }
     }))
     .await
+}
+
+/// One request as [`run`] serves it: inside a span carrying its ids (see [`logs`]), through
+/// [`handle`], counting what the domain did; then one EMF document ([`metrics`]) to `emit`.
+pub async fn invoke(
+    app: &App,
+    req: lambda_http::Request,
+    emit: metrics::Sink<'_>,
+) -> Result<Response<Body>, Error> {
+    let started = Instant::now();
+    let lambda = req.lambda_context_ref();
+    let request_id = lambda.map(|c| c.request_id.clone());
+    // The runtime's trace id, else the one API Gateway sent along.
+    let trace_id = lambda.and_then(|c| c.xray_trace_id.clone()).or_else(|| {
+        req.headers()
+            .get("x-amzn-trace-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    });
+    let api_request_id = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(c)) => c.request_id.clone(),
+        _ => None,
+    };
+    let span = tracing::info_span!(
+        "invocation",
+        requestId = request_id.as_deref(),
+        traceId = trace_id.as_deref(),
+        apiRequestId = api_request_id.as_deref(),
+    );
+    let method = req.method().clone();
+    let bytes_in = req.body().len();
+    let (resp, counts) = workspace_core::metrics::scope(handle(app, req))
+        .instrument(span)
+        .await;
+    let (status, bytes_out, label) = match &resp {
+        Ok(r) => (
+            r.status().as_u16(),
+            r.body().len(),
+            r.extensions().get::<RouteLabel>().map(|l| l.0),
+        ),
+        Err(_) => (500, 0, None),
+    };
+    // The row that answered: its function and operationId. Anything else (no row, a row
+    // this function does not serve) is this function's, operation `unmatched`.
+    let row = label.and_then(|l| ROUTES.iter().find(|r| r.pattern == l && r.method == method));
+    let answered = metrics::Answered {
+        function: row.map_or_else(|| own_function(app), |r| r.function),
+        operation: row.map_or("unmatched", |r| r.route.operation_id()),
+        status,
+        latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        bytes_in,
+        bytes_out,
+        counts,
+    };
+    let mut doc = answered.document();
+    if let Some(id) = request_id {
+        doc = doc.property("requestId", id);
+    }
+    if let Some(id) = trace_id {
+        doc = doc.property("traceId", id);
+    }
+    emit(&doc.line());
+    resp
+}
+
+/// The function label of the rows `app` serves (all of one function's, under Lambda).
+fn own_function(app: &App) -> &'static str {
+    ROUTES
+        .iter()
+        .find(|r| app.serves(r.route))
+        .map_or("unmatched", |r| r.function)
 }
 
 /// A response handed to the runtime exactly as built. `lambda_http` converts any other

@@ -11,6 +11,7 @@ pub async fn purge_handler(svc: &SessionService, event: &Value) -> Result<Value,
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let report = svc.purge(dry_run).await?;
+    crate::metrics::events_processed("purge", report.workspaces.len());
     Ok(json!({
         "dryRun": report.dry_run,
         "cutoff": workspace_core::model::format_time(report.cutoff),

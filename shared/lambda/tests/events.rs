@@ -140,11 +140,15 @@ fn unmatched(method: &str, path: &str) -> Value {
 async fn requests_no_route_matches_get_the_envelope_from_the_default_routes_function() {
     let dir = tempfile::tempdir().unwrap();
     let app = app(workspace_http::routes::UNMATCHED_FUNCTION, dir.path());
-    for method in ["GET", "DELETE"] {
+    for method in ["PUT", "PATCH"] {
         let req = lambda_http::request::from_str(&unmatched(method, "/mcp").to_string()).unwrap();
         let resp = handle(&app, req).await.unwrap();
         assert_eq!(resp.status().as_u16(), 405, "{method} /mcp");
-        assert_eq!(resp.headers()["allow"], "POST", "{method} /mcp");
+        assert_eq!(
+            resp.headers()["allow"],
+            "POST, GET, DELETE",
+            "{method} /mcp"
+        );
         let v: Value = serde_json::from_slice(resp.body().as_ref()).unwrap();
         assert_eq!(v["error"], "method_not_allowed", "{v}");
     }

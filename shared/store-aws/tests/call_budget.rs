@@ -280,3 +280,658 @@ async fn a_secret_registered_between_two_puts_redacts_the_second() {
     assert_eq!(again.content, b"[REDACTED:db-password] again");
     assert_eq!(log.sequential_depth(), 2);
 }
+
+// ------------------------------------------------------------------------------------------
+// What each operation costs: the calls above and more (a search, MCP tool calls, a fork, a
+// merge, the indexer's work after a write), each with the DynamoDB capacity it consumes,
+// recorded in `bench/cost/calls.json`, from which `bench/cost.py` writes `docs/cost.md`.
+
+mod cost {
+    use super::*;
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use aws_smithy_runtime_api::box_error::BoxError;
+    use aws_smithy_runtime_api::client::interceptors::context::{
+        AfterDeserializationInterceptorContextRef, BeforeDeserializationInterceptorContextRef,
+        BeforeTransmitInterceptorContextRef,
+    };
+    use aws_smithy_runtime_api::client::interceptors::{Intercept, SharedInterceptor};
+    use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+    use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
+    use serde_json::{json, Map, Value};
+    use std::collections::{BTreeMap, HashMap};
+    use std::sync::Mutex;
+    use workspace_core::search::ChangeLogFeed;
+    use workspace_core::service::SearchWiring;
+    use workspace_core::service::{ForkRequest, MergeOutcome, MergeRequest, SearchRequest};
+
+    const REGENERATE: &str = "UPDATE_COST_CALLS=1 /tmp/with_moto.sh cargo test -p workspace-store-aws --test call_budget cost \
+        (or with `bash tests/run.sh`), then `python3 bench/cost.py` to rewrite docs/cost.md";
+
+    /// One DynamoDB exchange: the operation, its request and its answer (JSON).
+    #[derive(Debug, Clone)]
+    struct Exchange {
+        op: String,
+        request: Value,
+        response: Value,
+    }
+
+    /// The shared [`CallLog`] (calls and round trips), and beside it each DynamoDB request
+    /// and answer, to tell which items a call read or wrote.
+    #[derive(Debug, Clone, Default)]
+    struct Meter {
+        log: CallLog,
+        exchanges: Arc<Mutex<Vec<Exchange>>>,
+    }
+
+    #[derive(Debug, Clone)]
+    struct Slot(usize);
+    impl Storable for Slot {
+        type Storer = StoreReplace<Self>;
+    }
+
+    fn json_of(bytes: Option<&[u8]>) -> Value {
+        bytes
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    impl Intercept for Meter {
+        fn name(&self) -> &'static str {
+            "CostMeter"
+        }
+
+        fn read_before_transmit(
+            &self,
+            context: &BeforeTransmitInterceptorContextRef<'_>,
+            rc: &RuntimeComponents,
+            cfg: &mut ConfigBag,
+        ) -> Result<(), BoxError> {
+            self.log.read_before_transmit(context, rc, cfg)?;
+            let req = context.request();
+            if let Some(target) = req.headers().get("x-amz-target") {
+                if target.starts_with("DynamoDB") {
+                    let op = target.rsplit('.').next().unwrap_or(target).to_owned();
+                    let mut ex = self.exchanges.lock().unwrap();
+                    cfg.interceptor_state().store_put(Slot(ex.len()));
+                    ex.push(Exchange {
+                        op,
+                        request: json_of(req.body().bytes()),
+                        response: Value::Null,
+                    });
+                }
+            }
+            Ok(())
+        }
+
+        fn read_after_transmit(
+            &self,
+            context: &BeforeDeserializationInterceptorContextRef<'_>,
+            rc: &RuntimeComponents,
+            cfg: &mut ConfigBag,
+        ) -> Result<(), BoxError> {
+            self.log.read_after_transmit(context, rc, cfg)
+        }
+
+        fn read_after_deserialization(
+            &self,
+            context: &AfterDeserializationInterceptorContextRef<'_>,
+            _rc: &RuntimeComponents,
+            cfg: &mut ConfigBag,
+        ) -> Result<(), BoxError> {
+            if let Some(Slot(i)) = cfg.load::<Slot>().cloned() {
+                if let Some(ex) = self.exchanges.lock().unwrap().get_mut(i) {
+                    ex.response = json_of(context.response().body().bytes());
+                }
+                cfg.interceptor_state().unset::<Slot>();
+            }
+            Ok(())
+        }
+    }
+
+    impl Meter {
+        fn reset(&self) {
+            self.log.reset();
+            self.exchanges.lock().unwrap().clear();
+        }
+    }
+
+    /// DynamoDB's item size rules: names and values in bytes (a number about one byte per
+    /// two digits and one more; a map or list 3 bytes and 1 per element).
+    fn value_size(v: &AttributeValue) -> usize {
+        match v {
+            AttributeValue::S(s) => s.len(),
+            AttributeValue::N(n) => {
+                let digits = n.chars().filter(char::is_ascii_digit).count();
+                digits.div_ceil(2) + 1
+            }
+            AttributeValue::B(b) => b.as_ref().len(),
+            AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+            AttributeValue::Ss(v) => v.iter().map(String::len).sum(),
+            AttributeValue::Ns(v) => v.iter().map(|n| n.len().div_ceil(2) + 1).sum(),
+            AttributeValue::Bs(v) => v.iter().map(|b| b.as_ref().len()).sum(),
+            AttributeValue::L(l) => 3 + l.iter().map(|e| value_size(e) + 1).sum::<usize>(),
+            AttributeValue::M(m) => {
+                3 + m
+                    .iter()
+                    .map(|(k, e)| k.len() + value_size(e) + 1)
+                    .sum::<usize>()
+            }
+            _ => 0,
+        }
+    }
+
+    type Sizes = HashMap<(String, String), usize>;
+
+    /// Every item of the table, by key, with its size (read with a client that is not counted).
+    async fn sizes(dynamodb: &aws_sdk_dynamodb::Client, table: &str) -> Sizes {
+        let mut out = Sizes::new();
+        let mut start = None;
+        loop {
+            let page = dynamodb
+                .scan()
+                .table_name(table)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .expect("scan");
+            for item in page.items() {
+                let key = |k: &str| match item.get(k) {
+                    Some(AttributeValue::S(s)) => s.clone(),
+                    _ => String::new(),
+                };
+                let size = item.iter().map(|(k, v)| k.len() + value_size(v)).sum();
+                out.insert((key("pk"), key("sk")), size);
+            }
+            start = page.last_evaluated_key().cloned();
+            if start.is_none() {
+                return out;
+            }
+        }
+    }
+
+    fn key_of(v: &Value) -> (String, String) {
+        let s = |k: &str| v[k]["S"].as_str().unwrap_or_default().to_owned();
+        (s("pk"), s("sk"))
+    }
+
+    /// The size of the item under `key` before or after the operation, whichever is larger
+    /// (DynamoDB bills a write by the larger of the two images).
+    fn larger(key: &(String, String), before: &Sizes, after: &Sizes) -> usize {
+        before
+            .get(key)
+            .copied()
+            .unwrap_or(0)
+            .max(after.get(key).copied().unwrap_or(0))
+    }
+
+    fn units(bytes: usize, per: usize) -> u64 {
+        bytes.div_ceil(per).max(1) as u64
+    }
+
+    /// Capacity consumed by the DynamoDB calls of one operation, in half read request units
+    /// (an eventually consistent read of up to 4 KB is one half) and write request units.
+    #[derive(Default)]
+    struct Capacity {
+        half_rru: u64,
+        wru: u64,
+        consistent_reads: u64,
+        eventual_reads: u64,
+        transact_items: u64,
+        largest_item_bytes: usize,
+    }
+
+    fn capacity(exchanges: &[Exchange], before: &Sizes, after: &Sizes) -> Capacity {
+        let mut c = Capacity::default();
+        let read = |c: &mut Capacity, bytes: usize, consistent: bool, factor: u64| {
+            let per4k = units(bytes, 4096);
+            if consistent {
+                c.consistent_reads += 1;
+                c.half_rru += 2 * per4k * factor;
+            } else {
+                c.eventual_reads += 1;
+                c.half_rru += per4k * factor;
+            }
+        };
+        let seen = |c: &mut Capacity, bytes: usize| {
+            c.largest_item_bytes = c.largest_item_bytes.max(bytes);
+            bytes
+        };
+        for ex in exchanges {
+            let consistent = ex.request["ConsistentRead"].as_bool().unwrap_or(false);
+            match ex.op.as_str() {
+                "GetItem" => {
+                    let b = seen(&mut c, larger(&key_of(&ex.request["Key"]), before, after));
+                    read(&mut c, b, consistent, 1);
+                }
+                "Query" | "Scan" => {
+                    // Billed on the items read (before any filter), summed, then rounded.
+                    let items = ex.response["Items"].as_array().cloned().unwrap_or_default();
+                    let mut total = 0;
+                    for item in &items {
+                        let b = seen(&mut c, larger(&key_of(item), before, after));
+                        total += b;
+                    }
+                    read(&mut c, total, consistent, 1);
+                }
+                "BatchGetItem" => {
+                    if let Some(tables) = ex.request["RequestItems"].as_object() {
+                        for t in tables.values() {
+                            let consistent = t["ConsistentRead"].as_bool().unwrap_or(false);
+                            for k in t["Keys"].as_array().cloned().unwrap_or_default() {
+                                let b = seen(&mut c, larger(&key_of(&k), before, after));
+                                read(&mut c, b, consistent, 1);
+                            }
+                        }
+                    }
+                }
+                "PutItem" => {
+                    let b = seen(&mut c, larger(&key_of(&ex.request["Item"]), before, after));
+                    c.wru += units(b, 1024);
+                }
+                "UpdateItem" | "DeleteItem" => {
+                    let b = seen(&mut c, larger(&key_of(&ex.request["Key"]), before, after));
+                    c.wru += units(b, 1024);
+                }
+                "BatchWriteItem" => {
+                    if let Some(tables) = ex.request["RequestItems"].as_object() {
+                        for reqs in tables.values() {
+                            for r in reqs.as_array().cloned().unwrap_or_default() {
+                                let key = if r["PutRequest"].is_object() {
+                                    key_of(&r["PutRequest"]["Item"])
+                                } else {
+                                    key_of(&r["DeleteRequest"]["Key"])
+                                };
+                                let b = seen(&mut c, larger(&key, before, after));
+                                c.wru += units(b, 1024);
+                            }
+                        }
+                    }
+                }
+                "TransactWriteItems" => {
+                    // Every item of a transaction, a ConditionCheck included: 2 per KB.
+                    for item in ex.request["TransactItems"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                    {
+                        let key = if item["Put"].is_object() {
+                            key_of(&item["Put"]["Item"])
+                        } else {
+                            let action = ["Update", "Delete", "ConditionCheck"]
+                                .into_iter()
+                                .find(|a| item[*a].is_object())
+                                .unwrap_or("Update");
+                            key_of(&item[action]["Key"])
+                        };
+                        let b = seen(&mut c, larger(&key, before, after));
+                        c.wru += 2 * units(b, 1024);
+                        c.transact_items += 1;
+                    }
+                }
+                "TransactGetItems" => {
+                    for item in ex.request["TransactItems"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                    {
+                        let b = seen(&mut c, larger(&key_of(&item["Get"]["Key"]), before, after));
+                        read(&mut c, b, true, 2);
+                    }
+                }
+                other => panic!("DynamoDB.{other}: no capacity rule in call_budget.rs"),
+            }
+        }
+        c
+    }
+
+    /// Runs `op` counted, and records its calls and capacity under `name`.
+    struct Recorder {
+        meter: Meter,
+        dynamodb: aws_sdk_dynamodb::Client,
+        table: String,
+        ops: Map<String, Value>,
+    }
+
+    impl Recorder {
+        async fn record<T, F: std::future::Future<Output = T>>(
+            &mut self,
+            name: &str,
+            what: &str,
+            op: F,
+        ) -> T {
+            let before = sizes(&self.dynamodb, &self.table).await;
+            self.meter.reset();
+            let out = op.await;
+            let calls = self.meter.log.calls();
+            let depth = self.meter.log.sequential_depth();
+            let exchanges = self.meter.exchanges.lock().unwrap().clone();
+            let after = sizes(&self.dynamodb, &self.table).await;
+            let c = capacity(&exchanges, &before, &after);
+            let mut counted = BTreeMap::<String, u64>::new();
+            for call in &calls {
+                *counted.entry(call.clone()).or_default() += 1;
+            }
+            self.ops.insert(
+                name.to_owned(),
+                json!({
+                    "what": what,
+                    "calls": counted,
+                    "roundTrips": depth,
+                    "dynamodb": {
+                        "readRequestUnits": c.half_rru as f64 / 2.0,
+                        "writeRequestUnits": c.wru,
+                        "stronglyConsistentReads": c.consistent_reads,
+                        "eventuallyConsistentReads": c.eventual_reads,
+                        "transactionItems": c.transact_items,
+                        // Rounded up to the next KB: the unit writes are billed in.
+                        "largestItemKB": c.largest_item_bytes.div_ceil(1024),
+                    },
+                }),
+            );
+            out
+        }
+    }
+
+    fn search_wiring(env: &common::Env) -> SearchWiring {
+        use workspace_store_aws::search_index::S3IndexObjects;
+        let meta = Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table));
+        SearchWiring {
+            indexes: Arc::new(workspace_search::SharedIndexes::new(Arc::new(
+                S3IndexObjects::new(env.clients.s3.clone(), &env.bucket),
+            ))),
+            feed: Arc::new(ChangeLogFeed {
+                meta,
+                clock: Arc::new(SystemClock),
+            }),
+            max_file_bytes: workspace_core::search::MAX_INDEXED_FILE_BYTES,
+            max_scan_bytes: workspace_core::search::MAX_SCAN_BYTES,
+            max_regex_millis: workspace_core::search::MAX_REGEX_MILLIS,
+            max_catch_up_paths: workspace_core::search::MAX_CATCH_UP_PATHS,
+        }
+    }
+
+    fn prose(i: usize, bytes: usize) -> String {
+        let mut s = format!("# note {i}\n\nThe deploy checklist for service {i}. ");
+        while s.len() < bytes {
+            s.push_str("Agents write notes, plans and results here. ");
+        }
+        s.truncate(bytes);
+        s
+    }
+
+    async fn mcp_call(ws: &workspace_mcp::Workspace<'_>, tool: &str, args: Value) -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                         "params": {"name": tool, "arguments": args}});
+        match workspace_mcp::handle_payload(ws, msg.to_string().as_bytes()).await {
+            workspace_mcp::Reply::Json(v) => {
+                assert!(v["result"]["isError"] != json!(true), "{tool}: {v}");
+                v
+            }
+            _ => panic!("{tool}: no JSON answer"),
+        }
+    }
+
+    /// A clock 30 s further on at every reading.
+    struct Stepping(std::sync::atomic::AtomicI64);
+    impl workspace_core::ports::Clock for Stepping {
+        fn now_ms(&self) -> i64 {
+            self.0
+                .fetch_add(30_000, std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
+    #[tokio::test]
+    async fn each_operations_calls_and_capacity_are_the_committed_ones() {
+        let meter = Meter::default();
+        let env = common::fresh(Some(SharedInterceptor::new(meter.clone()))).await;
+        let plain = aws_sdk_dynamodb::Client::new(&common::sdk_config());
+        // As the functions wire them: fn-put (files and secrets), fn-get, fn-search (files
+        // and search), fn-mcp (files, secrets and search), fn-indexer (the same).
+        let files = env.service_with_secrets(Limits::default());
+        let searching = env
+            .service_with_secrets(Limits::default())
+            .with_search(search_wiring(&env));
+        let indexer = env
+            .service_with_secrets(Limits::default())
+            .with_search(search_wiring(&env));
+        let mut r = Recorder {
+            meter: meter.clone(),
+            dynamodb: plain,
+            table: env.table.clone(),
+            ops: Map::new(),
+        };
+        let me = who();
+        // A workspace of 100 files of 1 KiB (the list's page), written uncounted, a day ago
+        // and 30 s apart: a catch-up of the search index reads the change log from 10 s
+        // (CHANGE_LOG_OVERLAP_MS) before the newest change it applied, and reads the head of
+        // every path it finds there, so what it costs depends on how many paths changed in
+        // those 10 s. Written a day ago and apart, they are not in the measured window.
+        let past = WorkspaceService::new(
+            Arc::new(DynamoMeta::new(env.clients.dynamodb.clone(), &env.table)),
+            Arc::new(S3Bodies::new(env.clients.s3.clone(), &env.bucket)),
+            Arc::new(FromCommittedState),
+            Arc::new(Stepping(std::sync::atomic::AtomicI64::new(
+                workspace_core::ports::Clock::now_ms(&SystemClock) - 24 * 3600 * 1000,
+            ))),
+            Arc::new(RandomIds),
+            Limits::default(),
+        )
+        .with_secrets(Arc::new(DynamoSecrets::new(
+            env.clients.dynamodb.clone(),
+            &env.table,
+        )));
+        for i in 0..100 {
+            past.put(
+                &me,
+                put(&format!("notes/n{i:03}.md"), &prose(i, 1024), None),
+            )
+            .await
+            .unwrap();
+        }
+        // The container's first write reads the tenant's secrets (counted above); later
+        // ones keep them.
+        files.put(&me, put("warm.md", "warm", None)).await.unwrap();
+        indexer.update_index(&me.scope).await.unwrap();
+
+        let v1 = r
+            .record(
+                "put_1k",
+                "PUT of 1 KiB over an existing file (fn-put; the container has the secrets)",
+                files.put(&me, put("notes/n000.md", &prose(0, 1024), None)),
+            )
+            .await
+            .unwrap();
+        r.record(
+            "put_100k",
+            "PUT of 100 KiB over an existing file (fn-put)",
+            files.put(&me, put("notes/n001.md", &prose(1, 100 * 1024), None)),
+        )
+        .await
+        .unwrap();
+        r.record(
+            "put_new_1k",
+            "PUT of 1 KiB creating a file (fn-put)",
+            files.put(&me, put("notes/new.md", &prose(7, 1024), None)),
+        )
+        .await
+        .unwrap();
+        let path = FilePath::parse("notes/n000.md").unwrap();
+        r.record(
+            "get_1k",
+            "GET of the latest version of a 1 KiB file (fn-get)",
+            files.get(&me, &path, None),
+        )
+        .await
+        .unwrap();
+        r.record(
+            "get_version",
+            "GET of a past version (fn-get)",
+            files.get(&me, &path, Some(1)),
+        )
+        .await
+        .unwrap();
+        let page = r
+            .record(
+                "list_100",
+                "LIST, a page of 100 files (fn-list)",
+                files.list(&me, &PathPrefix::default(), Some(100), None),
+            )
+            .await
+            .unwrap();
+        assert_eq!(page.files.len(), 100);
+        r.record(
+            "history",
+            "history of a file with 2 versions (fn-list)",
+            files.history(&me, &path, None, None),
+        )
+        .await
+        .unwrap();
+        // The indexer's batch after those writes: one catch-up of 3 changed paths and
+        // one conditional store of the index object (and the superseded version deleted).
+        let applied = r
+            .record(
+                "indexer_3_changes",
+                "the indexer's work for one workspace after 3 writes (fn-indexer, one batch)",
+                indexer.update_index(&me.scope),
+            )
+            .await
+            .unwrap();
+        assert_eq!(applied, 3);
+        let q = || SearchRequest {
+            q: "deploy checklist".into(),
+            ..SearchRequest::default()
+        };
+        r.record(
+            "search_cold",
+            "keyword search, 100 files, an instance that has not loaded the index (fn-search)",
+            searching.search(&me, &q()),
+        )
+        .await
+        .unwrap();
+        let hits = r
+            .record(
+                "search",
+                "keyword search, 100 files, index current and loaded (fn-search)",
+                searching.search(&me, &q()),
+            )
+            .await
+            .unwrap();
+        assert!(!hits.hits.is_empty());
+        files
+            .put(&me, put("notes/n002.md", &prose(2, 1024), None))
+            .await
+            .unwrap();
+        r.record(
+            "search_after_write",
+            "keyword search right after a write the indexer has not applied (fn-search)",
+            searching.search(&me, &q()),
+        )
+        .await
+        .unwrap();
+        let ws = workspace_mcp::Workspace {
+            service: &searching,
+            who: &me,
+        };
+        r.record(
+            "mcp_read_file",
+            "MCP read_file of a 1 KiB file (fn-mcp)",
+            mcp_call(
+                &ws,
+                "read_file",
+                json!({"path": "/workspace/notes/n003.md"}),
+            ),
+        )
+        .await;
+        r.record(
+            "mcp_write_file",
+            "MCP write_file of 1 KiB over an existing file (fn-mcp; it also catches its loaded index up)",
+            mcp_call(
+                &ws,
+                "write_file",
+                json!({"path": "/workspace/notes/n003.md", "content": prose(3, 1024)}),
+            ),
+        )
+        .await;
+        r.record(
+            "delete",
+            "DELETE of a file (fn-delete)",
+            files.delete(&me, &FilePath::parse("notes/new.md").unwrap(), None),
+        )
+        .await
+        .unwrap();
+        drop(v1);
+
+        // A fork of a workspace of 10 files, all 10 changed in the fork, merged back.
+        let parent = Identity::read_write(Scope::parse("acme", "small").unwrap(), "alice");
+        for i in 0..10 {
+            files
+                .put(&parent, put(&format!("f{i}.md"), &prose(i, 1024), None))
+                .await
+                .unwrap();
+        }
+        let fork = r
+            .record(
+                "fork_10",
+                "create a fork of a workspace of 10 files (fn-workspaces)",
+                files.create_fork(&parent, ForkRequest::default()),
+            )
+            .await
+            .unwrap();
+        let in_fork = Identity::read_write(
+            Scope::new(parent.scope.tenant.clone(), fork.workspace.clone()),
+            "alice",
+        );
+        for i in 0..10 {
+            files
+                .put(
+                    &in_fork,
+                    put(&format!("f{i}.md"), &prose(i + 50, 1024), None),
+                )
+                .await
+                .unwrap();
+        }
+        let merged = r
+            .record(
+                "merge_10",
+                "merge a fork's 10 changed files back (fn-workspaces)",
+                files.merge_fork(
+                    &parent,
+                    fork.workspace.as_str(),
+                    MergeRequest {
+                        strategy: workspace_core::forks::three_way::Strategy::Fail,
+                        resolutions: Default::default(),
+                        dry_run: false,
+                        discard_fork: false,
+                        idempotency_key: None,
+                    },
+                ),
+            )
+            .await
+            .unwrap();
+        assert!(matches!(merged, MergeOutcome::Merged(ref m) if m.applied.len() == 10));
+
+        let got = json!({
+            "about": "AWS calls and DynamoDB capacity per operation, counted on the emulator by \
+                      shared/store-aws/tests/call_budget.rs; docs/cost.md is generated from this \
+                      file by bench/cost.py. Read units: 1 per 4 KB strongly consistent, 0.5 \
+                      eventually; write units: 1 per KB, 2 per KB for each item of a transaction.",
+            "regenerate": REGENERATE,
+            "operations": Value::Object(r.ops),
+        });
+        let file =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/cost/calls.json");
+        let text = serde_json::to_string_pretty(&got).unwrap() + "\n";
+        if std::env::var_os("UPDATE_COST_CALLS").is_some() {
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, &text).unwrap();
+            return;
+        }
+        let committed = std::fs::read_to_string(&file).unwrap_or_default();
+        let committed: Value = serde_json::from_str(&committed).unwrap_or(Value::Null);
+        assert!(
+            committed == got,
+            "the AWS calls counted differ from bench/cost/calls.json (and so docs/cost.md).\n\
+             Counted:\n{text}\nRegenerate with: {REGENERATE}"
+        );
+    }
+}

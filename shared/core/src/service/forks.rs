@@ -1036,6 +1036,11 @@ impl WorkspaceService {
             let moved = self.move_base(who, scope, record).await?;
             (moved.base_snapshot, moved.base_created_at, false)
         };
+        if done.target == *parent {
+            // A merge (a rebase writes to the fork).
+            let written = u64::try_from(done.applied.len()).unwrap_or(u64::MAX);
+            crate::metrics::add(crate::metrics::Counter::MergeFiles, written);
+        }
         let report = MergeReport {
             merge_id: done.merge_id.clone(),
             fork_id: scope.workspace.to_string(),

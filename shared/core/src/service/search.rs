@@ -299,6 +299,7 @@ impl WorkspaceService {
             let applied = self
                 .catch_up(&who.scope, &mut **index, &*wiring.feed)
                 .await?;
+            crate::metrics::add(crate::metrics::Counter::SearchCatchUp, applied);
             (applied, "fresh")
         };
         self.verified(&plan, who, &mut **index, pending, consistency)

@@ -90,6 +90,14 @@ mod tests {
             let op = &doc["paths"][openapi_path(spec.pattern)]
                 [spec.method.as_str().to_ascii_lowercase()];
             assert!(op.is_object(), "{} {}", spec.method, spec.pattern);
+            // Logs and metrics name the route by the same id (`Route::operation_id`).
+            assert_eq!(
+                op["operationId"],
+                spec.route.operation_id(),
+                "{} {}",
+                spec.method,
+                spec.pattern
+            );
             // Public rows need no credential; every other row needs one.
             assert_eq!(
                 op.get("security") == Some(&json!([])),
