@@ -36,6 +36,7 @@ TOOLS = {
     "delete_file": (["path"], {"path", "expected_version"}),
     "move_file": (["source", "destination"], {"source", "destination"}),
     "edit_file": (["path", "old_text", "new_text"], {"path", "old_text", "new_text", "replace_all", "expected_version"}),
+    "commit": (["operations"], {"operations"}),
     "grep": (["pattern"], {"pattern", "path", "glob", "max_results"}),
     "search": (["query"], {"query", "mode", "path", "glob", "ignore_case", "max_results"}),
     "memory": (["command"], {"command", "path", "view_range", "file_text", "old_str", "new_str",
@@ -157,6 +158,22 @@ async def every_tool(a):
     eq(await a.err("read_file", path="e.txt"), "Error: File not found: e.txt")
     eq(await a.ok("delete_file", path="moved/e.txt", expected_version=1), "Successfully deleted moved/e.txt (it was at version 1)")
     eq(await a.err("delete_file", path="moved/e.txt"), "Error: File not found: moved/e.txt")
+
+    # commit: several changes in one step, or none
+    await a.ok("write_file", path="c/1.md", content="one")
+    await a.ok("write_file", path="c/2.md", content="two")
+    eq(await a.ok("commit", operations=[
+        {"op": "write", "path": "c/3.md", "content": "three", "expected_version": 0},
+        {"op": "delete", "path": "c/2.md", "expected_version": 1},
+        {"op": "move", "source": "/workspace/c/1.md", "destination": "c/4.md"},
+    ]), "Committed 3 operation(s):\nwrote c/3.md version 1\ndeleted c/2.md\nmoved /workspace/c/1.md to c/4.md version 1")
+    eq(await a.err("commit", operations=[
+        {"op": "delete", "path": "c/4.md"},
+        {"op": "write", "path": "c/3.md", "content": "lost", "expected_version": 0},
+    ]), "Error: Version conflict on c/3.md: the current version is 1, not the expected 0; read the file again and retry. Nothing was applied.")
+    eq(await a.ok("read_file", path="c/4.md"), "one")
+    eq(await a.ok("commit", operations=[{"op": "delete", "path": "c/3.md"}, {"op": "delete", "path": "c/4.md"}]),
+       "Committed 2 operation(s):\ndeleted c/3.md\ndeleted c/4.md")
 
     # traversal, every tool
     for p in ["../../../etc/passwd", "/etc/passwd", "../outside.txt", "/workspace/../etc/passwd"]:

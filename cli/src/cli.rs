@@ -105,6 +105,12 @@ pub enum Command {
         #[arg(long)]
         safe: bool,
     },
+    /// Apply several writes, deletes and moves together: all of them, or none
+    ///
+    /// Each path may be named once. With --if-match or --if-absent an operation is
+    /// conditional; if any condition fails nothing is applied (exit 1). At most 20
+    /// operations and 8 MiB of content per commit.
+    Commit(CommitArgs),
     /// A file's version history, newest first
     Log {
         /// The file's path in the workspace
@@ -181,6 +187,38 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         after: Option<u64>,
     },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CommitArgs {
+    /// Write REMOTE with the bytes of the local file LOCAL (`-`: standard input)
+    #[arg(long = "put", value_name = "REMOTE=LOCAL")]
+    pub put: Vec<String>,
+    /// Delete REMOTE
+    #[arg(long = "delete", value_name = "REMOTE")]
+    pub delete: Vec<String>,
+    /// Move FROM to TO (the bytes, as a new version of TO)
+    #[arg(long = "move", value_name = "FROM=TO")]
+    pub moves: Vec<String>,
+    /// Only if PATH (a --put or --delete path, or a --move's FROM) is at this etag
+    #[arg(long = "if-match", value_name = "PATH=ETAG")]
+    pub if_match: Vec<String>,
+    /// Only if PATH (a --put path, or a --move's TO) does not exist
+    #[arg(long = "if-absent", value_name = "PATH")]
+    pub if_absent: Vec<String>,
+    /// The operations as the API's JSON body (`{"operations": [...]}`); `-`: standard input
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["put", "delete", "moves", "if_match", "if_absent"]
+    )]
+    pub file: Option<PathBuf>,
+    /// A message recorded with the commit
+    #[arg(long, value_name = "M")]
+    pub message: Option<String>,
+    /// A retry with the same key and request answers the first outcome, applying nothing twice
+    #[arg(long, value_name = "K")]
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,6 +12,7 @@ const ENCODE: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~');
 
 pub const FILES: &str = "/v1/host/workspace/files";
+pub const COMMITS: &str = "/v1/host/workspace/commits";
 pub const UPLOADS: &str = "/v1/host/workspace/uploads";
 pub const SNAPSHOTS: &str = "/v1/host/workspace/snapshots";
 pub const FORKS: &str = "/v1/host/workspace/forks";

@@ -77,7 +77,7 @@ async fn python_mcp_client_over_streamable_http() {
     assert!(mcp["protocolVersions"]
         .as_array()
         .is_some_and(|v| v.iter().any(|x| x == "2025-06-18")));
-    assert_eq!(mcp["tools"].as_array().map(Vec::len), Some(17), "{mcp}");
+    assert_eq!(mcp["tools"].as_array().map(Vec::len), Some(18), "{mcp}");
     assert!(
         mcp["tools"]
             .as_array()

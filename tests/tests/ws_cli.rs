@@ -936,3 +936,130 @@ fn search_lists_the_best_files_with_their_versions_and_lines() {
     let bad = m.run(&["search", "(", "--regex"]).fails(4);
     assert!(bad.contains("regular expression"), "{bad}");
 }
+
+#[test]
+fn commit_applies_puts_deletes_and_moves_together_or_not_at_all() {
+    let server = server();
+    let m = Machine::new(&server.url, KEY);
+    let a1 = m.put("c/a.md", b"a1\n");
+    m.put("c/b.md", b"b\n");
+    m.put("c/c.md", b"c\n");
+    let local = TempDir::new("commit");
+    let new_a = local.path().join("a.md");
+    std::fs::write(&new_a, b"a2\n").unwrap();
+    let bin = local.path().join("bin.dat");
+    std::fs::write(&bin, binary(100, 7)).unwrap();
+    let put_a = format!("c/a.md={}", new_a.display());
+    let put_bin = format!("c/bin.dat={}", bin.display());
+    let a1_etag = a1["etag"].as_str().unwrap().trim_matches('"').to_owned();
+    let if_a = format!("c/a.md={a1_etag}");
+
+    let text = m
+        .run(&[
+            "commit",
+            "--put",
+            &put_a,
+            "--put",
+            &put_bin,
+            "--delete",
+            "c/b.md",
+            "--move",
+            "c/c.md=c/d.md",
+            "--if-match",
+            &if_a,
+            "--if-absent",
+            "c/bin.dat",
+            "--message",
+            "one step",
+        ])
+        .ok()
+        .text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert_eq!(lines[0], "committed 4 operation(s)");
+    assert!(
+        lines[1].starts_with("put c/a.md: version 2 (etag "),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("put c/bin.dat: version 1 (etag "),
+        "{text}"
+    );
+    assert_eq!(lines[3], "deleted c/b.md");
+    assert!(
+        lines[4].starts_with("moved c/c.md to c/d.md: version 1 (etag "),
+        "{text}"
+    );
+    assert_eq!(m.cat("c/a.md"), b"a2\n");
+    assert_eq!(m.cat("c/bin.dat"), binary(100, 7));
+    assert_eq!(m.cat("c/d.md"), b"c\n");
+    let files: Vec<String> = m.listing("c/").into_keys().collect();
+    assert_eq!(files, ["c/a.md", "c/bin.dat", "c/d.md"]);
+
+    // A stale --if-match: exit 1, the server's message, and nothing applied.
+    let stale = format!("c/a.md={a1_etag}");
+    let err = m
+        .run(&[
+            "commit",
+            "--delete",
+            "c/d.md",
+            "--put",
+            &put_a,
+            "--if-match",
+            &stale,
+        ])
+        .fails(1);
+    assert!(err.contains("409"), "{err}");
+    assert!(err.contains("nothing was applied"), "the hint: {err}");
+    assert_eq!(m.cat("c/d.md"), b"c\n", "the delete was not applied");
+
+    // --file: the API's body as it is, with an Idempotency-Key; a retry replays.
+    let ops = local.path().join("ops.json");
+    std::fs::write(
+        &ops,
+        br#"{"operations": [{"op": "put", "path": "c/e.md", "content": "e\n", "ifNoneMatch": "*"}, {"op": "delete", "path": "c/bin.dat"}]}"#,
+    )
+    .unwrap();
+    let ops = ops.display().to_string();
+    let first = m
+        .run(&[
+            "commit",
+            "--json",
+            "--file",
+            &ops,
+            "--idempotency-key",
+            "cli-commit-1",
+        ])
+        .ok()
+        .json();
+    assert_eq!(first["replayed"], false, "{first}");
+    assert_eq!(first["results"][0]["op"], "put", "{first}");
+    assert_eq!(first["results"][0]["version"], 1, "{first}");
+    assert_eq!(first["results"][1]["op"], "delete", "{first}");
+    let again = m
+        .run(&[
+            "commit",
+            "--file",
+            &ops,
+            "--idempotency-key",
+            "cli-commit-1",
+        ])
+        .ok()
+        .text();
+    assert!(
+        again.starts_with("already committed with this Idempotency-Key"),
+        "{again}"
+    );
+    assert_eq!(m.cat("c/e.md"), b"e\n");
+    m.run(&["cat", "c/bin.dat"]).fails(2);
+
+    // Bad input before any request: exit 4.
+    m.run(&["commit"]).fails(4);
+    m.run(&["commit", "--move", "c/d.md"]).fails(4);
+    m.run(&["commit", "--delete", "c/d.md", "--if-match", "c/x.md=1-a"])
+        .fails(4);
+    // A commit the server refuses as a whole (a path named twice): exit 4.
+    m.run(&["commit", "--delete", "c/d.md", "--move", "c/d.md=c/f.md"])
+        .fails(4);
+    assert_eq!(m.cat("c/d.md"), b"c\n");
+}

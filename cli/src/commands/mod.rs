@@ -1,6 +1,7 @@
 //! One module per command; [`run`] sets up what they share and dispatches.
 
 mod cat;
+mod commit;
 mod fork;
 mod history;
 mod login;
@@ -100,6 +101,7 @@ async fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
             };
             search::run(ctx, q).await
         }
+        Command::Commit(args) => commit::run(ctx, args).await,
         Command::Log { path } => history::log(ctx, &path).await,
         Command::Diff { path, from, to } => history::diff(ctx, &path, from, to).await,
         Command::Restore {

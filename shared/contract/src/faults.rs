@@ -364,9 +364,12 @@ enum Op {
     Restore,
     UploadCommit,
     Snapshot,
+    /// An atomic commit: `a.md` written and `b.md` moved to `c.md`, together or not at all.
+    Commit,
 }
 
-const OPS: [Op; 5] = [
+const OPS: [Op; 6] = [
+    Op::Commit,
     Op::Put,
     Op::Delete,
     Op::Restore,
@@ -463,13 +466,24 @@ async fn perform(run: &Run<'_>, op: Op, upload: Option<&str>) -> Reply {
             run.call(Method::POST, "/v1/host/workspace/snapshots", None)
                 .await
         }
+        Op::Commit => {
+            run.call(
+                Method::POST,
+                "/v1/host/workspace/commits",
+                Some(json!({"operations": [
+                    {"op": "put", "path": "a.md", "content": "four"},
+                    {"op": "move", "from": "b.md", "to": "c.md"},
+                ]})),
+            )
+            .await
+        }
     }
 }
 
 /// What `a.md` reads after the operation took effect.
 fn a_after(op: Op) -> Option<&'static str> {
     match op {
-        Op::Put => Some("four"),
+        Op::Put | Op::Commit => Some("four"),
         Op::Delete => None,
         Op::Restore => Some("two"),
         Op::UploadCommit => Some("uploaded"),
@@ -499,7 +513,7 @@ async fn assert_bodies_consistent(
     context: &str,
 ) {
     let mut named = HashSet::new();
-    for path in ["a.md", "b.md"] {
+    for path in ["a.md", "b.md", "c.md"] {
         let p = FilePath::parse(path).expect("path");
         if let Some(head) = meta.head(scope, &p).await.expect("head") {
             if let Some(body) = head.body.as_ref().filter(|_| head.is_live()) {
@@ -643,9 +657,41 @@ where
                         "{context}: neither before nor after: {now:?}"
                     );
                 }
+                if op == Op::Commit {
+                    // All or nothing: the move landed exactly when the write did.
+                    let read = |path: &'static str| {
+                        let after = &after;
+                        async move {
+                            let r = after
+                                .call(
+                                    Method::GET,
+                                    &format!("/v1/host/workspace/files/{path}"),
+                                    None,
+                                )
+                                .await;
+                            (r.status.as_u16() == 200)
+                                .then(|| r.json()["content"].as_str().map(str::to_owned))
+                                .flatten()
+                        }
+                    };
+                    let (b, c) = (read("b.md").await, read("c.md").await);
+                    if changed {
+                        assert_eq!(
+                            (b, c.as_deref()),
+                            (None, Some("bee")),
+                            "{context}: half a commit"
+                        );
+                    } else {
+                        assert_eq!(
+                            (b.as_deref(), c),
+                            (Some("bee"), None),
+                            "{context}: half a commit"
+                        );
+                    }
+                }
                 let scope = Scope::parse("acme", &after.workspace).expect("scope");
                 if let Some(events) = &recovery.events {
-                    let paths = ["a.md".to_owned(), "b.md".to_owned()];
+                    let paths = ["a.md".to_owned(), "b.md".to_owned(), "c.md".to_owned()];
                     assert_events_once(meta.as_ref(), events.as_ref(), &scope, &paths, &context)
                         .await;
                 }

@@ -8,6 +8,7 @@ pub mod blob;
 pub mod cache;
 pub mod changes;
 pub mod checkpoints;
+pub mod commits;
 pub mod concurrency;
 pub mod erase;
 pub mod event_schema;
@@ -45,6 +46,8 @@ macro_rules! contract_tests {
             files::delete_tombstones_and_honours_if_match,
             files::recreating_after_delete_starts_a_new_lineage,
             files::list_is_sorted_content_free_and_pages,
+            commits::commits_apply_all_or_nothing_under_the_put_rules,
+            commits::commits_stay_in_their_workspace_and_their_key_s_paths,
             limits::max_file_bytes_is_enforced_in_utf8_bytes,
             limits::max_files_counts_live_files,
             limits::retention_keeps_the_last_max_versions,

@@ -4,6 +4,7 @@
 use crate::Advertised;
 use serde_json::{json, Value};
 use workspace_core::blob::BlobLimits;
+use workspace_core::service::commits;
 use workspace_core::Limits;
 
 /// The document of a deployment that provides neither blobs nor the cache.
@@ -27,6 +28,8 @@ pub fn document_for(limits: &Limits, advertised: &Advertised) -> Value {
             "maxFiles": limits.max_files,
             "maxVersions": limits.max_versions,
             "maxUploadBytes": limits.max_upload_bytes,
+            "maxCommitOperations": commits::MAX_COMMIT_OPERATIONS,
+            "maxCommitBytes": commits::MAX_COMMIT_BYTES,
         },
         "blobStorage": {
             "supported": advertised.blobs.is_some(),
@@ -90,6 +93,7 @@ pub const MCP_TOOLS: &[&str] = &[
     "delete_file",
     "move_file",
     "edit_file",
+    "commit",
     "grep",
     "search",
     "memory",

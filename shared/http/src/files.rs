@@ -29,25 +29,32 @@ struct PutBody {
 
 impl PutBody {
     fn bytes(self) -> Result<(Vec<u8>, Option<String>)> {
-        let bytes = match (self.content, self.content_base64) {
-            (Some(text), None) => text.into_bytes(),
-            (None, Some(b64)) => STANDARD.decode(b64.as_bytes()).map_err(|e| {
-                WorkspaceError::validation(format!(
-                    "contentBase64 is not standard base64 (RFC 4648, with padding): {e}"
-                ))
-            })?,
-            (Some(_), Some(_)) => {
-                return Err(WorkspaceError::validation(
-                    "give either content or contentBase64, not both",
-                ))
-            }
-            (None, None) => {
-                return Err(WorkspaceError::validation(
-                    "body must carry content (UTF-8 text) or contentBase64 (any bytes)",
-                ))
-            }
-        };
+        let bytes = content_bytes(self.content, self.content_base64, "body")?;
         Ok((bytes, self.content_type))
+    }
+}
+
+/// Inline content as a write gives it: `content` (UTF-8 text) or `contentBase64` (standard
+/// base64, any bytes), exactly one of them. `what` names the object that carries them in
+/// the error ("body", "operations[2]"). Shared by the file PUT and the commit route.
+pub(crate) fn content_bytes(
+    content: Option<String>,
+    content_base64: Option<String>,
+    what: &str,
+) -> Result<Vec<u8>> {
+    match (content, content_base64) {
+        (Some(text), None) => Ok(text.into_bytes()),
+        (None, Some(b64)) => STANDARD.decode(b64.as_bytes()).map_err(|e| {
+            WorkspaceError::validation(format!(
+                "{what}: contentBase64 is not standard base64 (RFC 4648, with padding): {e}"
+            ))
+        }),
+        (Some(_), Some(_)) => Err(WorkspaceError::validation(format!(
+            "{what}: give either content or contentBase64, not both"
+        ))),
+        (None, None) => Err(WorkspaceError::validation(format!(
+            "{what} must carry content (UTF-8 text) or contentBase64 (any bytes)"
+        ))),
     }
 }
 

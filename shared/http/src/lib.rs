@@ -11,6 +11,7 @@ pub mod auth;
 pub mod blob;
 pub mod cache;
 pub mod changes;
+pub mod commits;
 pub mod discovery;
 pub mod envelope;
 pub mod events;
@@ -245,6 +246,10 @@ impl App {
                 .unwrap_or(usize::MAX)
                 .saturating_add(1);
         }
+        // A commit carries several files' content at once: its own bound.
+        if path == commits::COMMITS_PATH {
+            return commits::max_commit_request_bytes();
+        }
         self.max_request_bytes()
     }
 
@@ -277,6 +282,14 @@ impl App {
             ),
             limit: self.limits.max_file_bytes,
         })
+    }
+
+    /// The response for a body over [`App::max_request_bytes_for`] `path`.
+    pub fn body_too_large_for(&self, path: &str) -> HttpResponse {
+        if path == commits::COMMITS_PATH {
+            return error_to_response(&commits::body_too_large());
+        }
+        self.body_too_large()
     }
 
     pub async fn handle(&self, req: Request<Bytes>, form: PathForm) -> HttpResponse {
@@ -436,7 +449,7 @@ impl App {
             .and_then(|v| v.parse::<u64>().ok());
         let limit = self.max_request_bytes_for(parts.uri.path());
         if declared.is_some_and(|n| n > u64::try_from(limit).unwrap_or(u64::MAX)) {
-            return Some(self.body_too_large());
+            return Some(self.body_too_large_for(parts.uri.path()));
         }
         let raw = parts.uri.path();
         if let Some(signed) = self.signed.iter().find(|s| raw.starts_with(s.prefix)) {

@@ -63,6 +63,8 @@ pub enum Route {
     ListRuns,
     GetRun,
     StartUpload,
+    /// Puts, deletes and moves of several paths, all or nothing (`crate::commits`).
+    Commit,
     /// `workspace.updated` of the caller's workspace as server-sent events (the local
     /// server; on AWS, EventBridge).
     WorkspaceEvents,
@@ -219,6 +221,7 @@ impl Route {
             Route::ListRuns => "listRuns",
             Route::GetRun => "getRun",
             Route::StartUpload => "startUpload",
+            Route::Commit => "commit",
             Route::WorkspaceEvents => "workspaceEvents",
             Route::CreateWorkspace => "createWorkspace",
             Route::ListWorkspaces => "listWorkspaces",
@@ -296,6 +299,7 @@ impl Route {
                 | Route::ListRuns
                 | Route::GetRun
                 | Route::StartUpload
+                | Route::Commit
                 | Route::WorkspaceEvents
         )
     }
@@ -359,6 +363,9 @@ pub const ROUTES: &[RouteSpec] = rows! {
     GET    "/v1/runs" => ListRuns, "snapshots", Read;
     GET    "/v1/runs/{runId}" => GetRun, "snapshots", Read;
     POST   "/v1/host/workspace/uploads" => StartUpload, "put", Write;
+    // Several paths at once: the `put` function holds every right it needs (a put's,
+    // a delete's, and a move's copy in S3).
+    POST   "/v1/host/workspace/commits" => Commit, "put", Write;
     // A stream only a long-lived process can hold: on Lambda `get` answers it 501 and
     // names EventBridge instead.
     GET    "/v1/host/workspace/events" => WorkspaceEvents, "get", Read;

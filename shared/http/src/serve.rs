@@ -9,7 +9,7 @@
 use crate::envelope::json_response;
 use crate::handler::{Call, Reply, Routes, SignedUrls};
 use crate::routes::{Needs, Route};
-use crate::{blob, cache, discovery, files, forks, runs, snapshots, uploads, versions};
+use crate::{blob, cache, commits, discovery, files, forks, runs, snapshots, uploads, versions};
 use bytes::Bytes;
 use http::StatusCode;
 use serde_json::json;
@@ -34,12 +34,14 @@ pub const LIST: Routes = &[
 ];
 /// `search`: search over the workspace's text index.
 pub const SEARCH: Routes = &[(Route::Search, search)];
-/// `put`: writes (inline, restore, two-step upload) and erasing a past version.
+/// `put`: writes (inline, restore, two-step upload, multi-path commits) and erasing a past
+/// version.
 pub const PUT: Routes = &[
     (Route::PutFile, put_file),
     (Route::RestoreVersion, restore_version),
     (Route::EraseVersion, erase_version),
     (Route::StartUpload, start_upload),
+    (Route::Commit, commit),
 ];
 /// `delete`: file deletes.
 pub const DELETE: Routes = &[(Route::DeleteFile, delete_file)];
@@ -320,6 +322,13 @@ fn start_upload(c: Call<'_>) -> Reply<'_> {
     Box::pin(async move {
         let who = c.identify().await?;
         uploads::start(c.app.files()?, &who, c.body).await
+    })
+}
+
+fn commit(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let who = c.identify().await?;
+        commits::commit(c.app.files()?, &who, c.parts, c.body).await
     })
 }
 

@@ -761,3 +761,161 @@ async fn batches_are_bounded_in_messages_and_answer_bytes() {
         "answer of {size} bytes"
     );
 }
+
+#[tokio::test]
+async fn commit_applies_writes_deletes_and_moves_together_or_not_at_all() {
+    let f = fixture();
+    for (path, content) in [("a.md", "a1"), ("b.md", "b"), ("c.md", "c"), ("a.md", "a2")] {
+        f.ok("write_file", json!({"path": path, "content": content}))
+            .await;
+    }
+    let text = f
+        .ok(
+            "commit",
+            json!({"operations": [
+                {"op": "write", "path": "a.md", "content": "a3", "expected_version": 2},
+                {"op": "write", "path": "/workspace/new/n.md", "content": "n", "expected_version": 0},
+                {"op": "delete", "path": "b.md"},
+                {"op": "move", "source": "c.md", "destination": "d/c.md"},
+            ]}),
+        )
+        .await;
+    assert_eq!(
+        text,
+        "Committed 4 operation(s):\nwrote a.md version 3\nwrote /workspace/new/n.md version 1\ndeleted b.md\nmoved c.md to d/c.md version 1"
+    );
+    assert_eq!(f.ok("read_file", json!({"path": "a.md"})).await, "a3");
+    assert_eq!(f.ok("read_file", json!({"path": "new/n.md"})).await, "n");
+    assert_eq!(f.ok("read_file", json!({"path": "d/c.md"})).await, "c");
+    for gone in ["b.md", "c.md"] {
+        let e = f.err("read_file", json!({"path": gone})).await;
+        assert_eq!(e, format!("Error: File not found: {gone}"));
+    }
+
+    // One stale expected_version: nothing of the commit is applied.
+    let e = f
+        .err(
+            "commit",
+            json!({"operations": [
+                {"op": "write", "path": "x.md", "content": "x"},
+                {"op": "delete", "path": "d/c.md"},
+                {"op": "write", "path": "a.md", "content": "stale", "expected_version": 2},
+            ]}),
+        )
+        .await;
+    assert_eq!(
+        e,
+        "Error: Version conflict on a.md: the current version is 3, not the expected 2; read the file again and retry. Nothing was applied."
+    );
+    let e = f
+        .err(
+            "commit",
+            json!({"operations": [
+                {"op": "write", "path": "x.md", "content": "x"},
+                {"op": "write", "path": "new/n.md", "content": "again", "expected_version": 0},
+            ]}),
+        )
+        .await;
+    assert!(
+        e.starts_with("Error: Version conflict on new/n.md: the current version is 1")
+            && e.ends_with("Nothing was applied."),
+        "{e}"
+    );
+    let e = f
+        .err(
+            "commit",
+            json!({"operations": [
+                {"op": "write", "path": "x.md", "content": "x"},
+                {"op": "move", "source": "a.md", "destination": "d/c.md"},
+            ]}),
+        )
+        .await;
+    assert_eq!(
+        e,
+        "Error: Destination already exists: d/c.md. Nothing was applied."
+    );
+    let e = f
+        .err(
+            "commit",
+            json!({"operations": [
+                {"op": "write", "path": "x.md", "content": "x"},
+                {"op": "delete", "path": "missing.md"},
+            ]}),
+        )
+        .await;
+    assert_eq!(e, "Error: File not found: missing.md. Nothing was applied.");
+    let e = f
+        .err(
+            "commit",
+            json!({"operations": [
+                {"op": "write", "path": "x.md", "content": "x"},
+                {"op": "delete", "path": "x.md"},
+            ]}),
+        )
+        .await;
+    assert!(e.ends_with("Nothing was applied."), "{e}");
+    assert_eq!(
+        f.err("read_file", json!({"path": "x.md"})).await,
+        "Error: File not found: x.md"
+    );
+    assert_eq!(f.ok("read_file", json!({"path": "d/c.md"})).await, "c");
+    assert_eq!(f.ok("read_file", json!({"path": "a.md"})).await, "a3");
+
+    // Paths outside /workspace are refused, and nothing is applied.
+    for op in [
+        json!({"op": "write", "path": "../x.md", "content": "x"}),
+        json!({"op": "delete", "path": "/etc/passwd"}),
+        json!({"op": "move", "source": "a.md", "destination": "../../a.md"}),
+    ] {
+        let e = f
+            .err(
+                "commit",
+                json!({"operations": [{"op": "write", "path": "y.md", "content": "y"}, op]}),
+            )
+            .await;
+        assert!(e.starts_with(ACCESS_DENIED), "{e}");
+    }
+    assert_eq!(
+        f.err("read_file", json!({"path": "y.md"})).await,
+        "Error: File not found: y.md"
+    );
+
+    // Arguments: each wrong one named with its operation.
+    assert_eq!(
+        f.err(
+            "commit",
+            json!({"operations": [{"op": "write", "path": "y.md"}]})
+        )
+        .await,
+        "Error: operations[0]: Missing required parameter 'content'"
+    );
+    assert_eq!(
+        f.err(
+            "commit",
+            json!({"operations": [{"op": "copy", "path": "y.md"}]})
+        )
+        .await,
+        "Error: operations[0]: 'op' must be write, delete or move, not 'copy'"
+    );
+    assert!(f
+        .err("commit", json!({"operations": []}))
+        .await
+        .contains("at least one"));
+    let many: Vec<Value> = (0..21)
+        .map(|i| json!({"op": "write", "path": format!("m{i}.md"), "content": "m"}))
+        .collect();
+    assert!(f
+        .err("commit", json!({"operations": many}))
+        .await
+        .contains("at most 20"));
+
+    // A read-only credential may not commit.
+    let (text, err) = f
+        .call_as(
+            &f.reader,
+            "commit",
+            json!({"operations": [{"op": "write", "path": "r.md", "content": "r"}]}),
+        )
+        .await;
+    assert!(err && text.contains("workspace:write"), "{text}");
+}

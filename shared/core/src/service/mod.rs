@@ -45,6 +45,7 @@ use crate::secrets::{NoSecrets, SecretStore};
 use std::sync::Arc;
 
 mod changes;
+pub mod commits;
 mod downloads;
 mod erase;
 mod forks;

@@ -18,7 +18,7 @@ pub(super) enum Stored {
 }
 
 /// Rounds of redact-and-store when the tenant's registered secrets keep changing.
-const MAX_SECRETS_ROUNDS: usize = 5;
+pub(super) const MAX_SECRETS_ROUNDS: usize = 5;
 
 /// What a new version holds: its body (stored already), content type, SHA-256 and size,
 /// and where it came from.

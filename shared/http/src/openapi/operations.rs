@@ -400,6 +400,10 @@ pub fn describe(spec: &RouteSpec) -> Value {
         Route::StartUpload => op("startUpload", "uploads", "Declare an upload: where to send the bytes.")
             .body(schema("StartUpload"))
             .answers("201", "The upload URL and id.", schema("UploadTicket")),
+        Route::Commit => op("commit", "files", "Apply puts, deletes and moves of several paths at once: all of them or none. A failed precondition is a 409 naming the path (details.currentVersion), nothing applied. A move deletes `from` (its history stays) and writes its bytes as a new version of `to`. At most maxCommitOperations operations and maxCommitBytes of content (discovery).")
+            .params(&["IdempotencyKey"])
+            .body(schema("CommitRequest"))
+            .answers("200", "Each operation's result, in order.", schema("CommitAnswer")),
         Route::WorkspaceEvents => op("workspaceEvents", "agents", "workspace.updated as server-sent events (the local server; 501 on AWS, where events go to EventBridge).")
             .query("after", json!({"type": "integer", "minimum": 0}), "Resume after this event id (or Last-Event-ID).")
             .events("200", "Server-sent events: `id`, `event: workspace.updated`, `data` (the EventBridge envelope as JSON)."),

@@ -187,6 +187,91 @@ fn schemas() -> Value {
             },
             "example": { "content": "# Today\n", "contentType": "text/markdown" },
         },
+        "CommitRequest": {
+            "description": "The operations of one commit, applied together or not at all, each path named once. A put gives `content` (UTF-8 text) or `contentBase64` (any bytes), not both. `ifMatch` (of a put's or delete's path, of a move's `from`): the current etag must be one of these (or `*`: it exists); `ifNoneMatch: *` (of a put's path, of a move's `to`): it must not exist. Unknown fields and operations are refused (400).",
+            "type": "object",
+            "required": ["operations"],
+            "properties": {
+                "operations": { "type": "array", "minItems": 1, "maxItems": 20, "items": { "oneOf": [
+                    {
+                        "type": "object",
+                        "required": ["op", "path"],
+                        "properties": {
+                            "op": { "const": "put" },
+                            "path": { "type": "string", "minLength": 1, "maxLength": 256 },
+                            "content": { "type": "string" },
+                            "contentBase64": { "type": "string", "contentEncoding": "base64" },
+                            "contentType": { "type": "string", "maxLength": 255 },
+                            "ifMatch": { "type": "string" },
+                            "ifNoneMatch": { "const": "*" },
+                        },
+                        "additionalProperties": false,
+                    },
+                    {
+                        "type": "object",
+                        "required": ["op", "path"],
+                        "properties": {
+                            "op": { "const": "delete" },
+                            "path": { "type": "string", "minLength": 1, "maxLength": 256 },
+                            "ifMatch": { "type": "string" },
+                        },
+                        "additionalProperties": false,
+                    },
+                    {
+                        "type": "object",
+                        "required": ["op", "from", "to"],
+                        "properties": {
+                            "op": { "const": "move" },
+                            "from": { "type": "string", "minLength": 1, "maxLength": 256 },
+                            "to": { "type": "string", "minLength": 1, "maxLength": 256 },
+                            "ifMatch": { "type": "string", "description": "Of `from`." },
+                            "ifNoneMatch": { "const": "*", "description": "`to` must not exist." },
+                        },
+                        "additionalProperties": false,
+                    },
+                ] } },
+                "message": { "type": "string", "maxLength": 1024, "description": "A note on the change (at most 1 KiB): logged with the commit, not stored." },
+            },
+            "additionalProperties": false,
+            "example": { "operations": [
+                { "op": "put", "path": "notes/today.md", "content": "# Today\n" },
+                { "op": "move", "from": "drafts/plan.md", "to": "notes/plan.md" },
+                { "op": "delete", "path": "drafts/old.md" },
+            ], "message": "file today's notes" },
+        },
+        "CommitAnswer": {
+            "type": "object",
+            "required": ["results", "replayed"],
+            "properties": {
+                "results": { "type": "array", "description": "One per operation, in order.", "items": { "oneOf": [
+                    { "allOf": [schema("FileMeta"), {
+                        "type": "object",
+                        "required": ["op"],
+                        "properties": { "op": { "const": "put" } },
+                    }] },
+                    {
+                        "type": "object",
+                        "required": ["op", "path", "version"],
+                        "properties": {
+                            "op": { "const": "delete" },
+                            "path": { "type": "string" },
+                            "version": { "type": "integer", "minimum": 0, "description": "The deletion's version (0 in a replayed answer)." },
+                        },
+                    },
+                    {
+                        "type": "object",
+                        "required": ["op", "from", "fromVersion", "to"],
+                        "properties": {
+                            "op": { "const": "move" },
+                            "from": { "type": "string" },
+                            "fromVersion": { "type": "integer", "minimum": 0, "description": "The deletion's version of `from` (0 in a replayed answer)." },
+                            "to": schema("FileMeta"),
+                        },
+                    },
+                ] } },
+                "replayed": { "type": "boolean", "description": "A retry with the same Idempotency-Key: nothing was applied now; puts and moves answer the paths' current files." },
+            },
+        },
         "FileList": {
             "type": "object",
             "required": ["files"],

@@ -4,6 +4,7 @@
 //! required at call time).
 
 use serde_json::{json, Value};
+use workspace_core::service::commits::{MAX_COMMIT_BYTES, MAX_COMMIT_OPERATIONS};
 
 /// Kept with discovery, which advertises them without linking this crate; the test below
 /// holds `tools/list` equal to them.
@@ -107,6 +108,31 @@ pub fn definitions() -> Vec<Value> {
                 "expected_version": { "type": "number", "description": EXPECTED_VERSION_HELP },
             }),
             &["path", "old_text", "new_text"],
+        ),
+        tool(
+            super::commit::NAME,
+            &format!("Apply several file changes together, all or nothing: write (path, content), delete (path) and move (source, destination) operations in one atomic step that no reader sees half of. expected_version on an operation (write, delete: the path's; move: the source's) makes it conditional; if any check fails nothing is applied and the Error names the path and its current version. A move never replaces an existing destination. At most {} operations and {} MiB of content per commit.", MAX_COMMIT_OPERATIONS, MAX_COMMIT_BYTES / (1024 * 1024)),
+            json!({
+                "operations": {
+                    "type": "array",
+                    "description": "The changes, applied in one step",
+                    "minItems": 1,
+                    "maxItems": MAX_COMMIT_OPERATIONS,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "op": { "type": "string", "enum": ["write", "delete", "move"] },
+                            "path": { "type": "string", "description": "write, delete: the file. ".to_owned() + PATH_HELP },
+                            "content": { "type": "string", "description": "write: the complete new content of the file (UTF-8 text)" },
+                            "source": { "type": "string", "description": "move: the file to move. ".to_owned() + PATH_HELP },
+                            "destination": { "type": "string", "description": "move: its new path, which must not exist. ".to_owned() + PATH_HELP },
+                            "expected_version": { "type": "number", "description": EXPECTED_VERSION_HELP },
+                        },
+                        "required": ["op"],
+                    },
+                },
+            }),
+            &["operations"],
         ),
         tool(
             "grep",

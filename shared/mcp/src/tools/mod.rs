@@ -4,6 +4,7 @@
 //! `Error:` and also sets `isError`.
 
 mod args;
+mod commit;
 mod defs;
 mod forks;
 mod read;
@@ -171,6 +172,7 @@ pub async fn call_until(
         "delete_file" => write::delete_file(ws, args).await,
         "move_file" => write::move_file(ws, args).await,
         "edit_file" => write::edit_file(ws, args).await,
+        commit::NAME => commit::commit(ws, args).await,
         "fork_workspace" => forks::fork_workspace(ws, args).await,
         "fork_diff" => forks::fork_diff(ws, args).await,
         "merge_fork" => forks::merge_fork(ws, args).await,

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::paths::Target;
 use crate::tree::{self, MARKER};
-use workspace_core::{FilePath, PutRequest, StoredFile, WorkspaceError};
+use workspace_core::{FileMeta, FilePath, PutRequest, StoredFile, WorkspaceError};
 
 /// A write's domain error: a lost precondition names the current version.
 fn write_error(e: WorkspaceError, shown: &str, expected: Option<u64>) -> ToolOutput {
@@ -23,7 +23,7 @@ fn write_error(e: WorkspaceError, shown: &str, expected: Option<u64>) -> ToolOut
 }
 
 /// The file path a write names (never the root, never a directory, never below a file).
-async fn file_target(ws: &Workspace<'_>, shown: &str) -> Result<FilePath, ToolOutput> {
+pub(super) async fn file_target(ws: &Workspace<'_>, shown: &str) -> Result<FilePath, ToolOutput> {
     let path = match target(shown)? {
         Target::Root => return Err(fail(format!("Not a file: {shown} is a directory"))),
         Target::Path(p) => p,
@@ -47,7 +47,7 @@ async fn file_target(ws: &Workspace<'_>, shown: &str) -> Result<FilePath, ToolOu
 }
 
 /// `expected_version` as preconditions: `(If-Match etag, If-None-Match: *)`.
-async fn precondition(
+pub(super) async fn precondition(
     ws: &Workspace<'_>,
     path: &FilePath,
     shown: &str,
@@ -67,6 +67,28 @@ async fn precondition(
             }
         }
     }
+}
+
+/// The file a delete (or a move) removes, which must exist, and `expected_version` as its
+/// If-Match etag (0, "must not exist", is a conflict with the file that does).
+pub(super) async fn existing(
+    ws: &Workspace<'_>,
+    path: &FilePath,
+    shown: &str,
+    expected: Option<u64>,
+) -> Result<(FileMeta, Option<String>), ToolOutput> {
+    let meta = tree::file_meta(ws.service, ws.who, path)
+        .await
+        .map_err(|e| from_domain(e, shown))?;
+    let Some(m) = meta else {
+        return Err(not_a_file(ws, path, shown).await);
+    };
+    let if_match = match expected {
+        Some(e) if e != m.version => return Err(version_conflict(shown, m.version, Some(e))),
+        Some(_) => Some(m.etag.clone()),
+        None => None,
+    };
+    Ok((m, if_match))
 }
 
 async fn put(
@@ -169,19 +191,9 @@ pub async fn delete_file(ws: &Workspace<'_>, a: &Args) -> Outcome {
         Target::Root => return Err(fail(format!("Not a file: {shown} is a directory"))),
         Target::Path(p) => p,
     };
-    let meta = tree::file_meta(ws.service, ws.who, &path)
-        .await
-        .map_err(|e| from_domain(e, shown))?;
-    let Some(m) = meta else {
-        return Err(not_a_file(ws, &path, shown).await);
-    };
-    let if_match = match expected {
-        Some(e) if e != m.version => return Err(version_conflict(shown, m.version, Some(e))),
-        Some(_) => Some(m.etag.as_str()),
-        None => None,
-    };
+    let (m, if_match) = existing(ws, &path, shown, expected).await?;
     ws.service
-        .delete(ws.who, &path, if_match)
+        .delete(ws.who, &path, if_match.as_deref())
         .await
         .map_err(|e| write_error(e, shown, expected))?;
     Ok(ToolOutput::ok(format!(

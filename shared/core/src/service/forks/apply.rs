@@ -644,7 +644,7 @@ impl WorkspaceService {
 
     /// Step 5 of the write protocol for a batch: the bodies it pruned go, each change is
     /// announced, and the index catches up once.
-    async fn after_batch(
+    pub(in crate::service) async fn after_batch(
         &self,
         who: &Identity,
         records: &[(FilePath, VersionRecord)],
