@@ -424,13 +424,7 @@ impl WorkspaceService {
         fingerprint: &str,
     ) -> Result<CommitAnswer> {
         if rec.fingerprint != fingerprint {
-            return Err(WorkspaceError::Conflict {
-                message: format!(
-                    "Idempotency-Key {} was already used for a different request; use a new key",
-                    rec.key
-                ),
-                current_version: rec.result.version,
-            });
+            return Err(super::write::key_reused(&rec));
         }
         let mut results = Vec::with_capacity(req.operations.len());
         for o in &req.operations {

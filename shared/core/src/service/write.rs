@@ -471,17 +471,23 @@ impl WorkspaceService {
         content: Vec<u8>,
     ) -> Result<StoredFile> {
         if rec.fingerprint != fingerprint {
-            return Err(WorkspaceError::Conflict {
-                message: format!(
-                    "Idempotency-Key {} was already used for a different request; use a new key",
-                    rec.key
-                ),
-                current_version: rec.result.version,
-            });
+            return Err(key_reused(&rec));
         }
         Ok(StoredFile {
             meta: rec.result,
             content,
         })
+    }
+}
+
+/// The refusal of an `Idempotency-Key` recorded for another request (a put's or a
+/// commit's).
+pub(super) fn key_reused(rec: &IdempotencyRecord) -> WorkspaceError {
+    WorkspaceError::Conflict {
+        message: format!(
+            "Idempotency-Key {} was already used for a different request; use a new key",
+            rec.key
+        ),
+        current_version: rec.result.version,
     }
 }
