@@ -179,6 +179,18 @@ pub enum Command {
         #[arg(long, value_name = "P")]
         prefix: Option<String>,
     },
+    /// Mount the workspace as a folder (FUSE, Linux): every write a new version, every
+    /// conflict kept as a conflict copy
+    ///
+    /// A file is committed when it is closed or fsynced, conditional on the version it was
+    /// opened at; if the workspace changed meanwhile, close fails (EIO) and the bytes are
+    /// written next to it as NAME.conflict-<version>-<mount id>. See docs/mount.md.
+    Mount(MountArgs),
+    /// Unmount a folder `ws mount` mounted (it commits what is open first)
+    Unmount {
+        /// The mounted folder
+        dir: PathBuf,
+    },
     /// Follow the workspace's change events (server-sent events), one line each
     ///
     /// Starts with every event the server still retains, unless --after says where to resume.
@@ -187,6 +199,37 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         after: Option<u64>,
     },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MountArgs {
+    /// The (empty) folder to mount on
+    pub dir: PathBuf,
+    /// Mount this fork (its own workspace) instead
+    #[arg(long, value_name = "ID", conflicts_with = "snapshot")]
+    pub fork: Option<String>,
+    /// Mount this snapshot, read-only
+    #[arg(long, value_name = "ID")]
+    pub snapshot: Option<String>,
+    /// Refuse every write (EROFS)
+    #[arg(long)]
+    pub read_only: bool,
+    /// Where bodies, write buffers, the log and the conflict list are kept
+    /// (default: a folder per mount point under the user's cache folder)
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Most megabytes of file bodies cached on disk
+    #[arg(long, value_name = "MB", default_value_t = 1024)]
+    pub cache_max_mb: u64,
+    /// How often the change log is read for changes made elsewhere, in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub refresh_ms: u64,
+    /// Stay in the foreground (logs on stderr) instead of returning once mounted
+    #[arg(long)]
+    pub foreground: bool,
+    /// List the mount's unresolved conflicts and kept bytes, then exit
+    #[arg(long)]
+    pub status: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -115,12 +115,13 @@ pub(crate) async fn answer_error(resp: Response, what: &str) -> Error {
     let status = resp.status();
     let code = status.as_u16();
     let text = resp.text().await.unwrap_or_default();
-    let (error, message) = match serde_json::from_str::<Value>(&text) {
+    let (error, message, details) = match serde_json::from_str::<Value>(&text) {
         Ok(v) => (
             v["error"].as_str().map(str::to_owned),
             v["message"].as_str().map(str::to_owned),
+            v["details"].clone(),
         ),
-        Err(_) => (None, None),
+        Err(_) => (None, None, Value::Null),
     };
     let message = message.unwrap_or_else(|| {
         let t = text.trim();
@@ -137,6 +138,7 @@ pub(crate) async fn answer_error(resp: Response, what: &str) -> Error {
     let kind = Kind::from_status(code);
     let mut err = Error::new(kind, what, format!("{message} ({label})"));
     err.status = Some(code);
+    err.details = details;
     match default_hint(code) {
         Some(h) => err.with_hint(h),
         None => err,

@@ -9,6 +9,7 @@ use serde_json::Value;
 /// The documented defaults, for a deployment whose document leaves a limit out.
 const DEFAULT_MAX_FILE_BYTES: u64 = 1024 * 1024;
 const DEFAULT_MAX_UPLOAD_BYTES: u64 = 100 * 1024 * 1024;
+const DEFAULT_MAX_COMMIT_OPERATIONS: u64 = 20;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -16,6 +17,8 @@ pub struct Limits {
     pub max_file_bytes: u64,
     /// Largest two-step upload.
     pub max_upload_bytes: u64,
+    /// Most operations one commit (`POST .../commits`) applies.
+    pub max_commit_operations: u64,
 }
 
 pub async fn limits(client: &Client) -> Result<Limits> {
@@ -39,6 +42,8 @@ fn from_document(doc: &Value) -> Limits {
     Limits {
         max_file_bytes: field("maxFileBytes").unwrap_or(DEFAULT_MAX_FILE_BYTES),
         max_upload_bytes: field("maxUploadBytes").unwrap_or(DEFAULT_MAX_UPLOAD_BYTES),
+        max_commit_operations: field("maxCommitOperations")
+            .unwrap_or(DEFAULT_MAX_COMMIT_OPERATIONS),
     }
 }
 

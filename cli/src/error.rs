@@ -52,6 +52,8 @@ pub struct Error {
     pub hint: Option<String>,
     /// The HTTP status, when the server answered.
     pub status: Option<u16>,
+    /// The envelope's `details` (say, a conflict's `currentVersion`), `Null` when absent.
+    pub details: serde_json::Value,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -64,6 +66,7 @@ impl Error {
             detail: detail.to_string(),
             hint: None,
             status: None,
+            details: serde_json::Value::Null,
         }
     }
 

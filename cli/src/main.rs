@@ -9,6 +9,7 @@ mod config;
 mod content;
 mod discovery;
 mod error;
+mod mount;
 mod output;
 mod route;
 mod source;
@@ -36,10 +37,16 @@ fn main() -> ExitCode {
             };
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // The mount calls the API from FUSE's threads through the runtime's handle, so its
+    // runtime must drive I/O on threads of its own.
+    let builder = if matches!(cli.command, cli::Command::Mount(_)) {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(2);
+        b
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match { builder }.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("ws: cannot start: {e}");

@@ -131,6 +131,7 @@ async fn one(
         &precondition,
         limits,
         ctx.progress(),
+        None,
     )
     .await
     .map_err(|e| {

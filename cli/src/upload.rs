@@ -26,6 +26,7 @@ pub async fn upload(
     content_type: Option<&str>,
     precondition: &Precondition,
     progress: bool,
+    idempotency_key: Option<&str>,
 ) -> Result<Value> {
     let mut declaration = json!({"path": path, "size": source.size, "sha256": source.sha256});
     if let Some(ct) = content_type {
@@ -46,7 +47,10 @@ pub async fn upload(
         ));
     };
     send_bytes(client, &grant, url, source, content_type, progress, &what).await?;
-    let commit = precondition.apply(client.api(Method::PUT, &route::file(path)));
+    let mut commit = precondition.apply(client.api(Method::PUT, &route::file(path)));
+    if let Some(key) = idempotency_key {
+        commit = commit.header("Idempotency-Key", key);
+    }
     client
         .json(
             commit.json(&json!({"uploadId": upload_id})),

@@ -47,6 +47,8 @@ pub struct Written {
     pub via_upload: bool,
 }
 
+// Each argument is one independent choice of the caller's; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub async fn write(
     client: &Client,
     path: &str,
@@ -55,6 +57,7 @@ pub async fn write(
     precondition: &Precondition,
     limits: Limits,
     progress: bool,
+    idempotency_key: Option<&str>,
 ) -> Result<Written> {
     if source.size > limits.max_upload_bytes {
         return Err(Error::bad_input(
@@ -68,8 +71,16 @@ pub async fn write(
     let bytes = match &source.data {
         Data::Memory(b) if source.size <= limits.max_file_bytes => b,
         _ => {
-            let answer =
-                upload::upload(client, path, source, content_type, precondition, progress).await?;
+            let answer = upload::upload(
+                client,
+                path,
+                source,
+                content_type,
+                precondition,
+                progress,
+                idempotency_key,
+            )
+            .await?;
             return Ok(Written {
                 answer,
                 via_upload: true,
@@ -85,7 +96,10 @@ pub async fn write(
     if let Some(ct) = content_type {
         body["contentType"] = json!(ct);
     }
-    let rb = precondition.apply(client.api(Method::PUT, &route::file(path)));
+    let mut rb = precondition.apply(client.api(Method::PUT, &route::file(path)));
+    if let Some(key) = idempotency_key {
+        rb = rb.header("Idempotency-Key", key);
+    }
     let answer = client
         .json(rb.json(&body), &format!("cannot write {path}"))
         .await?;

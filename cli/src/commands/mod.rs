@@ -37,6 +37,10 @@ pub async fn run(cli: Cli) -> Result<()> {
     if let Command::Login = cli.command {
         return login::run(&cli.global, &config_path).await;
     }
+    // Unmounting needs no credential: the mount process commits with its own.
+    if let Command::Unmount { dir } = &cli.command {
+        return crate::mount::unmount(dir);
+    }
     let stored = config::load(&config_path)?;
     let settings = config::resolve(&cli.global, stored)?;
     let state = State::open(&config_path, &settings);
@@ -113,5 +117,10 @@ async fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
         Command::Fork(cmd) => fork::run(ctx, cmd).await,
         Command::Sync { dir, prefix } => crate::sync::run(ctx, &dir, prefix.as_deref()).await,
         Command::Watch { after } => crate::watch::run(ctx, after).await,
+        Command::Mount(args) => {
+            let client = crate::client::Client::new(ctx.client.settings().clone())?;
+            crate::mount::run(client, args).await
+        }
+        Command::Unmount { .. } => Ok(()),
     }
 }

@@ -38,6 +38,7 @@ pub async fn run(
         &precondition,
         limits,
         ctx.progress(),
+        None,
     )
     .await
     .map_err(|e| conflict_hint(e, path, &precondition))?;
