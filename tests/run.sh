@@ -40,6 +40,23 @@ if [ ! -x /usr/bin/chromium ]; then
   [ -x /usr/bin/chromium ] || { echo "apt-get installed no /usr/bin/chromium" >&2; exit 1; }
 fi
 
+# `ws mount`'s tests mount for real (fuse3's fusermount3) and run real tools in the mount:
+# git, make and a C compiler, rsync, tar. Whatever is missing comes from Debian.
+mount_tools=""
+for t in fusermount3:fuse3 rsync:rsync make:make cc:gcc git:git tar:tar; do
+  command -v "${t%%:*}" >/dev/null || mount_tools="$mount_tools ${t#*:}"
+done
+if [ -n "$mount_tools" ]; then
+  echo "== installing$mount_tools for the mount's tests (apt-get, as root)"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing:$mount_tools and this is not root: run 'sudo apt-get install -y$mount_tools', then again" >&2
+    exit 1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $mount_tools
+fi
+[ -e /dev/fuse ] || { echo "no /dev/fuse: the mount's tests need FUSE (modprobe fuse)" >&2; exit 1; }
+
 # A one-off build (CI) gains nothing from incremental state, which is several GB here.
 if [ "${CI:-}" = "true" ]; then export CARGO_INCREMENTAL=0; fi
 

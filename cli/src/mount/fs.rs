@@ -83,6 +83,11 @@ pub struct State {
     versions: HashMap<String, Vec<VersionRow>>,
     /// The newest change-log time applied (RFC 3339).
     pub high_water: String,
+    /// Versions this mount deleted or moved away (path → etag): their rows in the change
+    /// log are not news.
+    gone: HashMap<String, String>,
+    /// Inodes replaced by a newer version from elsewhere, with the file as they opened it.
+    detached: HashMap<u64, tree::File>,
 }
 
 pub struct Fs {
@@ -289,6 +294,22 @@ impl Fs {
         }
     }
 
+    /// What inode `ino` (at `key`) is: a detached one as it was opened, else what is at
+    /// `key` now.
+    fn node_of(&self, st: &mut State, ino: u64, key: &str) -> Option<Node> {
+        if let Some(f) = st.detached.get(&ino) {
+            if !st.buffers.contains_key(&ino) {
+                return Some(Node::File {
+                    size: f.size,
+                    updated_at: f.updated_at.clone(),
+                    exec: f.executable(),
+                    writable: !self.opts.read_only,
+                });
+            }
+        }
+        self.node(st, key)
+    }
+
     /// What is at `key` now (`None`: nothing).
     fn node(&self, st: &mut State, key: &str) -> Option<Node> {
         if let Some(h) = hist_of(key) {
@@ -298,6 +319,7 @@ impl Fs {
         match st.tree.kind(key)? {
             Kind::Dir => Some(Node::Dir { writable }),
             Kind::File => {
+                self.learn_size(st, key);
                 let f = st.tree.files.get(key)?;
                 let ino = st.inodes.existing(key);
                 let buffer = ino.and_then(|i| st.buffers.get(&i));
@@ -312,6 +334,26 @@ impl Fs {
                     exec,
                     writable,
                 })
+            }
+        }
+    }
+
+    /// A file of a snapshot mount has no size until its bytes are here: fetched on first
+    /// sight, then served from the cache.
+    fn learn_size(&self, st: &mut State, key: &str) {
+        let Some(f) = st.tree.files.get(key) else {
+            return;
+        };
+        if f.sized {
+            return;
+        }
+        let Some(etag) = f.etag().map(str::to_owned) else {
+            return;
+        };
+        if let Ok(body) = self.body(key, None, &etag) {
+            if let (Ok(m), Some(f)) = (body.metadata(), st.tree.files.get_mut(key)) {
+                f.size = m.len();
+                f.sized = true;
             }
         }
     }
@@ -533,7 +575,7 @@ impl Fs {
             }
             Err(e) if is_conflict(&e) => {
                 let current = e.details["currentVersion"].as_u64();
-                let copy = self.conflict_copy(&path, &disk, current);
+                let copy = self.conflict_copy(st, &path, &disk, current);
                 let message = match &copy {
                     Some(c) => format!("the workspace has a newer version; this mount's bytes are in {c}"),
                     None => "the workspace has a newer version; this mount's bytes could not be kept in the workspace".to_owned(),
@@ -574,6 +616,7 @@ impl Fs {
     /// `<path>.conflict-<the workspace's version>-<mount id>[-n]`.
     fn conflict_copy(
         &self,
+        st: &mut State,
         path: &str,
         disk: &std::path::Path,
         current: Option<u64>,
@@ -595,7 +638,11 @@ impl Fs {
                 .remote
                 .put(&candidate, disk, None, &Precondition::IfAbsent)
             {
-                Ok(_) => return Some(candidate),
+                Ok(meta) => {
+                    // Shown in the mount at once, not at the next read of the change log.
+                    Self::landed(st, &candidate, &meta);
+                    return Some(candidate);
+                }
                 Err(e) if is_conflict(&e) => continue,
                 Err(e) => {
                     eprintln!("ws mount: {e}");
@@ -681,54 +728,54 @@ impl Fs {
         );
     }
 
-    /// Applies the change log's rows (newest first); answers the inodes and entries whose
-    /// kernel caches must be dropped.
+    /// Applies the change log's rows (newest first: a path's first row is its state now);
+    /// answers the kernel caches to drop. Only a changed file's own entry is dropped, never
+    /// a folder's (a folder's entry may be a process's working directory, which
+    /// invalidating would detach).
     pub fn apply_changes(
         &self,
         st: &mut State,
         rows: &[super::remote::Change],
     ) -> Vec<Invalidation> {
         let mut out = Vec::new();
-        for c in rows.iter().rev() {
+        let mut seen = std::collections::HashSet::new();
+        for c in rows {
             if c.time > st.high_water {
                 st.high_water.clone_from(&c.time);
             }
             let key = c.path.as_str();
-            let visible = if tree::is_marker(key) {
-                tree::parent_of(key)
-            } else {
-                key
-            };
-            let before = st.tree.kind(visible);
-            if !tree::is_marker(key) {
-                match st.tree.files.get(key) {
-                    // A newer state (this mount's own commit, or a later row) wins.
-                    Some(f) if f.updated_at >= c.time || f.stamp.is_none() => continue,
-                    Some(f)
-                        if c.meta.as_ref().and_then(|m| f.etag().map(|e| e == m.etag))
-                            == Some(true) =>
-                    {
-                        continue
-                    }
-                    _ => {}
-                }
+            if !seen.insert(key) {
+                continue;
             }
+            let ours = c
+                .meta
+                .as_ref()
+                .is_some_and(|m| st.gone.get(key) == Some(&m.etag));
+            if ours {
+                // A version this mount itself moved away or deleted.
+                continue;
+            }
+            if tree::is_marker(key) {
+                st.tree.apply(key, c.meta.as_ref());
+                continue;
+            }
+            match st.tree.files.get(key) {
+                Some(f) if f.stamp.is_none() || f.updated_at >= c.time => continue,
+                Some(f) if c.meta.as_ref().map(|m| m.etag.as_str()) == f.etag() => continue,
+                None if c.meta.is_none() => continue,
+                _ => {}
+            }
+            let before = st.tree.files.get(key).cloned();
             st.tree.apply(key, c.meta.as_ref());
-            let after = st.tree.kind(visible);
-            if let Some(ino) = st.inodes.existing(visible) {
-                out.push(Invalidation::Inode(ino));
-            }
-            if before != after {
-                let mut p = visible;
-                loop {
-                    let parent = tree::parent_of(p);
-                    if let Some(pino) = st.inodes.existing(parent) {
-                        out.push(Invalidation::Entry(pino, tree::name_of(p).to_owned()));
-                    }
-                    if parent.is_empty() {
-                        break;
-                    }
-                    p = parent;
+            // New bytes, new inode: a handle open on the old one keeps reading what it
+            // opened (the kernel caches pages per inode); new opens get the new version.
+            if let Some(old) = st.inodes.existing(key) {
+                st.inodes.detach(key);
+                if let Some(f) = before {
+                    st.detached.insert(old, f);
+                }
+                if let Some(p) = st.inodes.existing(tree::parent_of(key)) {
+                    out.push(Invalidation::Entry(p, tree::name_of(key).to_owned()));
                 }
             }
         }
@@ -829,8 +876,24 @@ impl Fs {
         Ok(())
     }
 
+    /// Remembers a version this mount removed (bounded: an old entry only saves a reread).
+    fn note_gone(st: &mut State, path: &str, etag: &str) {
+        if st.gone.len() >= 10_000 {
+            st.gone.clear();
+        }
+        st.gone.insert(path.to_owned(), etag.to_owned());
+    }
+
     /// The tree, the inodes and open buffers after `from` moved to `to` (now `meta`).
     fn moved(&self, st: &mut State, from: &str, to: &str, meta: &Meta, size: u64) {
+        if let Some(e) = st
+            .tree
+            .files
+            .get(from)
+            .and_then(|f| f.etag().map(str::to_owned))
+        {
+            Fs::note_gone(st, from, &e);
+        }
         let mut meta = meta.clone();
         if meta.size.is_none() {
             meta.size = Some(size);
@@ -936,6 +999,14 @@ impl Fs {
                 st.tree.apply(src, None);
                 st.tree.apply(&meta.path, Some(&meta));
             } else {
+                if let Some(e) = st
+                    .tree
+                    .files
+                    .get(src)
+                    .and_then(|f| f.etag().map(str::to_owned))
+                {
+                    Fs::note_gone(st, src, &e);
+                }
                 let size = st.tree.files.get(src).map(|f| f.size).unwrap_or(0);
                 let mut meta = meta;
                 meta.size.get_or_insert(size);
@@ -1037,13 +1108,20 @@ impl Filesystem for Mounted {
         fs.reply_node(&mut st, &key, reply);
     }
 
+    fn forget(&self, _req: &Request, ino: INodeNo, _nlookup: u64) {
+        let mut st = self.0.lock();
+        if st.inodes.forget_detached(ino.0) {
+            st.detached.remove(&ino.0);
+        }
+    }
+
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         let fs = &self.0;
         let mut st = fs.lock();
         let Ok(key) = Fs::path_of(&st, ino) else {
             return reply.error(Errno::ENOENT);
         };
-        match fs.node(&mut st, &key) {
+        match fs.node_of(&mut st, ino.0, &key) {
             Some(mut node) => {
                 fs.past_size(&mut node);
                 let attr = fs.attr(ino.0, &node, &st);
@@ -1076,7 +1154,7 @@ impl Filesystem for Mounted {
         let Ok(key) = Fs::path_of(&st, ino) else {
             return reply.error(Errno::ENOENT);
         };
-        let Some(node) = fs.node(&mut st, &key) else {
+        let Some(node) = fs.node_of(&mut st, ino.0, &key) else {
             return reply.error(Errno::ENOENT);
         };
         let is_file = matches!(node, Node::File { .. });
@@ -1136,7 +1214,7 @@ impl Filesystem for Mounted {
             };
             st.mtimes.insert(ino.0, t);
         }
-        match fs.node(&mut st, &key) {
+        match fs.node_of(&mut st, ino.0, &key) {
             Some(node) => {
                 let attr = fs.attr(ino.0, &node, &st);
                 reply.attr(&TTL, &attr);
@@ -1269,6 +1347,9 @@ impl Filesystem for Mounted {
                 Err(e) => return reply.error(errno_of(&e)),
             }
         }
+        if let Some(etag) = f.etag() {
+            Fs::note_gone(&mut st, &key, etag);
+        }
         st.tree.files.remove(&key);
         st.inodes.forget_path(&key);
         Fs::keep_parent(&mut st, &key);
@@ -1348,7 +1429,7 @@ impl Filesystem for Mounted {
         let write = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
         let trunc = flags.0 & libc::O_TRUNC != 0;
         let append = flags.0 & libc::O_APPEND != 0;
-        let node = match fs.node(&mut st, &key) {
+        let node = match fs.node_of(&mut st, ino.0, &key) {
             Some(n) => n,
             None => return reply.error(Errno::ENOENT),
         };
@@ -1464,6 +1545,7 @@ impl Filesystem for Mounted {
                 tree::File {
                     stamp: None,
                     size: 0,
+                    sized: true,
                     updated_at: workspace_core::model::format_time(super::journal::now_ms()),
                     content_type: None,
                 },

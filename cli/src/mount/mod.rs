@@ -339,7 +339,14 @@ fn follow_changes(fs: &Fs, notifier: &Notifier, done: &AtomicBool, every: Durati
     }
     let mut warned = false;
     while !done.load(Ordering::Relaxed) {
-        std::thread::sleep(every);
+        // In slices, so an unmount is not kept waiting for a long --refresh-ms.
+        let slept = std::time::Instant::now();
+        while slept.elapsed() < every && !done.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50).min(every));
+        }
+        if done.load(Ordering::Relaxed) {
+            break;
+        }
         let since = {
             let st = fs.lock();
             workspace_core::model::parse_time(&st.high_water)

@@ -22,6 +22,8 @@ pub struct File {
     /// The server's version and etag; `None` for a file created here and not yet committed.
     pub stamp: Option<(u64, String)>,
     pub size: u64,
+    /// Whether `size` is known (a snapshot's listing names versions, not sizes).
+    pub sized: bool,
     /// The server's time of this version (RFC 3339), the order the change log is applied in.
     pub updated_at: String,
     pub content_type: Option<String>,
@@ -32,6 +34,7 @@ impl File {
         File {
             stamp: Some((m.version, m.etag.clone())),
             size: m.size.unwrap_or(0),
+            sized: m.size.is_some(),
             updated_at: m.updated_at.clone(),
             content_type: m.content_type.clone(),
         }
@@ -278,6 +281,24 @@ impl Inodes {
                 self.by_ino.remove(&stale);
             }
             self.by_ino.insert(i, new);
+        }
+    }
+
+    /// `path` gets a new number at its next lookup; the old one still answers its path (for
+    /// the handles open on it) until the kernel forgets it.
+    pub fn detach(&mut self, path: &str) {
+        self.by_path.remove(path);
+    }
+
+    /// The kernel forgot `ino`: a detached number is dropped (a live one is kept: its path
+    /// still names it).
+    pub fn forget_detached(&mut self, ino: u64) -> bool {
+        match self.by_ino.get(&ino) {
+            Some(p) if self.by_path.get(p) != Some(&ino) => {
+                self.by_ino.remove(&ino);
+                true
+            }
+            _ => false,
         }
     }
 
