@@ -136,6 +136,11 @@ echo "== bench smoke"
 echo "== cargo test"
 cargo test --workspace --locked
 
+# The mount's benchmark in its smoke mode against the floor (the peers need rclone and s3fs;
+# the numbers in docs/performance.md come from the full run).
+echo "== bench/mount.py smoke"
+"$venv/bin/python" bench/mount.py --smoke --targets disk,ws
+
 # Every recorded event and the API Gateway parity suite ran each function under the role
 # its stack created: no call may have been denied, and each granted action must be needed.
 echo "== least privilege: every call allowed, every granted action needed by a call"

@@ -51,6 +51,7 @@ const DOCS_URL: &str = "http://127.0.0.1:8787";
 const SHOWN_AS_IS: &[&str] = &[
     "aws",
     "cat",
+    "cd",
     "cmp",
     "cp",
     "curl",
@@ -58,8 +59,10 @@ const SHOWN_AS_IS: &[&str] = &[
     "echo",
     "env",
     "export",
+    "git",
     "head",
     "jq",
+    "mkdir",
     "moto_server",
     "npx",
     "printf",

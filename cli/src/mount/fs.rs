@@ -13,7 +13,7 @@
 use super::cache::BodyCache;
 use super::journal::{Journal, What};
 use super::remote::{Meta, Remote, VersionRow};
-use super::tree::{self, Inodes, Kind, Tree, HISTORY, MARKER, ROOT_INO};
+use super::tree::{self, Inodes, Kind, Tree, HISTORY, MARKER};
 use crate::error::{Error, Kind as ErrorKind};
 use crate::write::{quote_etag, Precondition};
 use fuser::{
@@ -593,15 +593,12 @@ impl Fs {
                     &message,
                 );
                 self.refresh(st, &path);
-                let now = st
-                    .tree
-                    .files
-                    .get(&path)
-                    .and_then(|f| f.etag().map(str::to_owned));
+                // The bytes are kept (the copy); the base stays the version they were written
+                // on, so a further write through this handle conflicts again rather than
+                // overwriting a version its writer never saw.
                 if let Some(b) = st.buffers.get_mut(&ino) {
                     b.dirty = false;
                     b.written = false;
-                    b.base = now.map(Base::Etag).unwrap_or(Base::Absent);
                 }
                 Err(Errno::EIO)
             }
@@ -769,30 +766,37 @@ impl Fs {
             st.tree.apply(key, c.meta.as_ref());
             // New bytes, new inode: a handle open on the old one keeps reading what it
             // opened (the kernel caches pages per inode); new opens get the new version.
-            if let Some(old) = st.inodes.existing(key) {
-                st.inodes.detach(key);
-                if let Some(f) = before {
-                    st.detached.insert(old, f);
-                }
-                if let Some(p) = st.inodes.existing(tree::parent_of(key)) {
-                    out.push(Invalidation::Entry(p, tree::name_of(key).to_owned()));
-                }
+            if let (Some(old), Some(b)) = (st.inodes.existing(key), before) {
+                st.detached.insert(old, b);
             }
+            Self::detach_changed(st, key, &mut out);
         }
         out
     }
 
-    /// Replaces the tree with a full listing (when the change log had too much to read).
+    /// Merges a full listing (when the change log had too much to read). The listing was
+    /// read outside the lock, so what this mount committed meanwhile is newer than it: an
+    /// entry newer than everything listed is kept, an older one the listing lacks was deleted.
     pub fn reload(&self, st: &mut State, metas: &[Meta]) -> Vec<Invalidation> {
-        let mut fresh = Tree::from_listing(metas);
-        for (path, f) in &st.tree.files {
-            if f.stamp.is_none() {
-                fresh.files.insert(path.clone(), f.clone());
+        let mut out = Vec::new();
+        let State { tree, gone, .. } = st;
+        for (path, before) in tree.merge_listing(metas, gone) {
+            if let (Some(old), Some(b)) = (st.inodes.existing(&path), before) {
+                st.detached.insert(old, b);
+            }
+            Self::detach_changed(st, &path, &mut out);
+        }
+        out
+    }
+
+    /// `path` changed elsewhere: its next lookup gets a new inode, its entry is dropped.
+    fn detach_changed(st: &mut State, path: &str, out: &mut Vec<Invalidation>) {
+        if st.inodes.existing(path).is_some() {
+            st.inodes.detach(path);
+            if let Some(p) = st.inodes.existing(tree::parent_of(path)) {
+                out.push(Invalidation::Entry(p, tree::name_of(path).to_owned()));
             }
         }
-        fresh.local = std::mem::take(&mut st.tree.local);
-        st.tree = fresh;
-        vec![Invalidation::Inode(ROOT_INO)]
     }
 
     fn rename_inner(
@@ -1073,7 +1077,7 @@ fn journal_stamp() -> String {
 
 /// A kernel cache to drop after a change made elsewhere.
 pub enum Invalidation {
-    Inode(u64),
+    /// The name in the folder (its inode number) now means another inode.
     Entry(u64, String),
 }
 
@@ -1741,7 +1745,23 @@ impl Filesystem for Mounted {
             });
             if last == Some(true) {
                 if let Some(b) = st.buffers.remove(&ino) {
-                    let _ = std::fs::remove_file(&b.disk);
+                    // Committed bytes are that version's body: kept in the cache, so reading
+                    // back what was just written costs no request.
+                    let current = st
+                        .inodes
+                        .path(ino)
+                        .and_then(|p| st.tree.files.get(p))
+                        .and_then(|f| f.etag());
+                    match (&b.base, b.dirty) {
+                        (Base::Etag(e), false) if current == Some(e.as_str()) => {
+                            if fs.cache.insert(e, &b.disk).is_err() {
+                                let _ = std::fs::remove_file(&b.disk);
+                            }
+                        }
+                        _ => {
+                            let _ = std::fs::remove_file(&b.disk);
+                        }
+                    }
                 }
                 // A file created here whose commit never landed has no version to show.
                 if let Some(path) = st.inodes.path(ino).map(str::to_owned) {

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 /// How far back each change-log read reaches before the newest change already applied: the
 /// rows of one instant may arrive in more than one read.
-const CHANGE_OVERLAP_MS: i64 = 5_000;
+const CHANGE_OVERLAP_MS: i64 = 2_000;
 
 /// The cache folder of a mount point: `--cache-dir`, else one per mount point under the
 /// user's cache folder (so `--status` finds it from the folder alone).
@@ -382,12 +382,8 @@ fn follow_changes(fs: &Fs, notifier: &Notifier, done: &AtomicBool, every: Durati
         };
         warned = false;
         for inv in invalidations {
-            let _ = match inv {
-                Invalidation::Inode(ino) => notifier.inval_inode(INodeNo(ino), 0, 0),
-                Invalidation::Entry(parent, name) => {
-                    notifier.inval_entry(INodeNo(parent), std::ffi::OsStr::new(&name))
-                }
-            };
+            let Invalidation::Entry(parent, name) = inv;
+            let _ = notifier.inval_entry(INodeNo(parent), std::ffi::OsStr::new(&name));
         }
     }
 }

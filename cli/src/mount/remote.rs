@@ -20,8 +20,9 @@ use tokio::runtime::Handle;
 
 /// Attempts for a request that failed on the network or with a 5xx (then `EIO`).
 const ATTEMPTS: u32 = 3;
-/// Most pages of changes read in one refresh; past it the mount lists everything again.
-const MAX_CHANGE_PAGES: usize = 20;
+/// Most pages (of 100) of changes read in one refresh; past it the mount lists everything
+/// again.
+const MAX_CHANGE_PAGES: usize = 50;
 
 /// One file as the server describes it.
 #[derive(Debug, Clone, PartialEq)]

@@ -139,6 +139,55 @@ impl Tree {
         }
     }
 
+    /// Merges a full listing read while this mount kept committing: an entry newer than
+    /// everything listed is this mount's own later commit and stays; an older one the
+    /// listing lacks was deleted; a listed one newer than ours replaces it, unless it is a
+    /// version this mount itself removed (`gone`: path → etag). Answers each changed path
+    /// with what it was before.
+    pub fn merge_listing(
+        &mut self,
+        metas: &[Meta],
+        gone: &HashMap<String, String>,
+    ) -> Vec<(String, Option<File>)> {
+        let listed = Tree::from_listing(metas);
+        let newest = metas
+            .iter()
+            .map(|m| m.updated_at.as_str())
+            .max()
+            .unwrap_or("");
+        let mut changed = Vec::new();
+        let stale: Vec<String> = self
+            .files
+            .iter()
+            .filter(|(p, f)| {
+                f.stamp.is_some()
+                    && f.updated_at.as_str() <= newest
+                    && !listed.files.contains_key(*p)
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in stale {
+            let before = self.files.remove(&p);
+            changed.push((p, before));
+        }
+        for (p, f) in listed.files {
+            let newer = match self.files.get(&p) {
+                Some(mine) => {
+                    mine.stamp.is_some()
+                        && mine.updated_at < f.updated_at
+                        && mine.etag() != f.etag()
+                }
+                None => gone.get(&p).map(String::as_str) != f.etag(),
+            };
+            if newer {
+                let before = self.files.insert(p.clone(), f);
+                changed.push((p, before));
+            }
+        }
+        self.marked.extend(listed.marked);
+        changed
+    }
+
     pub fn kind(&self, path: &str) -> Option<Kind> {
         if path.is_empty() {
             return Some(Kind::Dir);
@@ -355,6 +404,53 @@ mod tests {
         assert!(t.children("e").is_empty());
         t.apply("e/.wsdir", None);
         assert_eq!(t.kind("e"), None);
+    }
+
+    #[test]
+    fn a_listing_read_while_this_mount_committed_loses_none_of_its_commits() {
+        let at = |path: &str, v: u64, t: &str| Meta {
+            updated_at: t.into(),
+            ..meta(path, v)
+        };
+        let mut t = Tree::from_listing(&[
+            at("old.md", 1, "2026-01-01T00:00:01.000Z"),
+            at("deleted.md", 1, "2026-01-01T00:00:01.000Z"),
+            at("mine.md", 2, "2026-01-01T00:00:09.000Z"),
+        ]);
+        // Committed here after the listing was read: newer than anything listed.
+        t.apply(
+            "late.md",
+            Some(&at("late.md", 1, "2026-01-01T00:00:09.500Z")),
+        );
+        let listing = [
+            at("old.md", 2, "2026-01-01T00:00:05.000Z"),
+            at("mine.md", 1, "2026-01-01T00:00:02.000Z"),
+            at("moved.md", 3, "2026-01-01T00:00:03.000Z"),
+            at("new.md", 1, "2026-01-01T00:00:06.000Z"),
+        ];
+        let gone: HashMap<String, String> = [("moved.md".to_owned(), "3-x".to_owned())].into();
+        let mut changed: Vec<String> = t
+            .merge_listing(&listing, &gone)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        changed.sort();
+        assert_eq!(changed, ["deleted.md", "new.md", "old.md"]);
+        assert!(
+            t.files.contains_key("late.md"),
+            "a commit newer than the listing stays"
+        );
+        assert_eq!(
+            t.files["mine.md"].stamp,
+            Some((2, "2-x".into())),
+            "ours is newer"
+        );
+        assert_eq!(t.files["old.md"].stamp, Some((2, "2-x".into())));
+        assert!(
+            !t.files.contains_key("moved.md"),
+            "a version this mount moved away stays away"
+        );
+        assert!(!t.files.contains_key("deleted.md"));
     }
 
     #[test]
