@@ -1044,4 +1044,85 @@ fn sigkill_of_the_server_mid_commit_leaves_the_old_or_the_whole_new_version() {
             now.len()
         ),
     }
+    // Whole again, through the mount: over maxFileBytes, read by its download URL.
+    std::fs::write(m.path("big2.bin"), &new).expect("written once the server is back");
+    let fresh = Mount::start(&server.url(), KEY, &[]);
+    assert_eq!(std::fs::read(fresh.path("big2.bin")).unwrap(), new);
+}
+
+#[test]
+fn a_fork_mounts_as_its_own_workspace_and_sigterm_commits_what_is_open() {
+    let server = Server::start(&[]);
+    let api = Api::new(&server.url(), KEY);
+    api.put("f/base.md", "parent");
+    let (s, fork) = api.call(
+        "POST",
+        "/v1/host/workspace/forks",
+        Some(serde_json::json!({})),
+    );
+    assert_eq!(s, 201, "{fork}");
+    let id = fork["forkId"].as_str().unwrap().to_owned();
+    let mut m = Mount::start(&server.url(), KEY, &["--fork", &id]);
+    assert_eq!(
+        std::fs::read_to_string(m.path("f/base.md")).unwrap(),
+        "parent"
+    );
+    std::fs::write(m.path("f/base.md"), "in the fork").unwrap();
+    assert_eq!(
+        api.text("f/base.md").as_deref(),
+        Some("parent"),
+        "the parent is untouched"
+    );
+    let (s, diff) = api.call("GET", &format!("/v1/host/workspace/forks/{id}/diff"), None);
+    assert_eq!(s, 200, "{diff}");
+    assert!(diff.to_string().contains("f/base.md"), "{diff}");
+
+    // SIGTERM with a file open and written: its bytes are committed, then the mount ends.
+    let mut open = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(m.path("f/open.md"))
+        .unwrap();
+    open.write_all(b"never closed").unwrap();
+    let pid = m.child.as_ref().unwrap().id();
+    // SAFETY: kill(2) with a pid this test spawned and a valid signal number.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGTERM) }, 0);
+    let mut child = m.child.take().unwrap();
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the mount did not stop on SIGTERM:\n{}",
+            m.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}: {}", m.log());
+    drop(open);
+    let (s, file) = api.call("GET", "/v1/host/workspace/files/f/open.md", None);
+    assert_eq!(s, 404, "not in the parent: {file}");
+    let fork_api = Api::new(&server.url(), KEY);
+    let (s, file) = fork_api.rt.block_on(async {
+        let r = fork_api
+            .http
+            .get(format!(
+                "{}/v1/host/workspace/files/f/open.md",
+                server.url()
+            ))
+            .bearer_auth(KEY)
+            .header("X-Workspace-Id", &id)
+            .send()
+            .await
+            .unwrap();
+        (
+            r.status().as_u16(),
+            r.json::<Value>().await.unwrap_or(Value::Null),
+        )
+    });
+    assert_eq!(s, 200, "{file}");
+    assert_eq!(file["content"], "never closed");
 }

@@ -27,6 +27,8 @@ use std::time::Duration;
 /// How far back each change-log read reaches before the newest change already applied: the
 /// rows of one instant may arrive in more than one read.
 const CHANGE_OVERLAP_MS: i64 = 2_000;
+/// How long a stop by signal waits for programs to close the files they hold open.
+const SIGNAL_GRACE: Duration = Duration::from_secs(5);
 
 /// The cache folder of a mount point: `--cache-dir`, else one per mount point under the
 /// user's cache folder (so `--status` finds it from the folder alone).
@@ -263,10 +265,23 @@ async fn foreground(client: Client, args: MountArgs, dir: PathBuf, cache: PathBu
         let flusher = fs.clone();
         let _ = tokio::task::spawn_blocking(move || flusher.flush_all()).await;
         if unmounter.unmount().is_err() && !fusermount_unmount(&dir, false) {
-            // Files are still open in it: detach now, the kernel finishes when they close.
+            // Files are still open in it: detach it from the tree now, and end once they are
+            // closed, or after a grace period (their bytes so far are committed above; a
+            // write after that gets ENOTCONN, never a silent loss).
             fusermount_unmount(&dir, true);
         }
-        let _ = ended.await;
+        if tokio::time::timeout(SIGNAL_GRACE, &mut ended)
+            .await
+            .is_err()
+        {
+            let flusher = fs.clone();
+            let _ = tokio::task::spawn_blocking(move || flusher.flush_all()).await;
+            eprintln!(
+                "ws mount: files were still open after {} s; stopping anyway",
+                SIGNAL_GRACE.as_secs()
+            );
+            std::process::exit(0);
+        }
     }
     done.store(true, Ordering::Relaxed);
     let _ = poller.join();
