@@ -138,7 +138,7 @@ pub(crate) async fn answer_error(resp: Response, what: &str) -> Error {
     let kind = Kind::from_status(code);
     let mut err = Error::new(kind, what, format!("{message} ({label})"));
     err.status = Some(code);
-    err.details = details;
+    err.details = (!details.is_null()).then(|| Box::new(details));
     match default_hint(code) {
         Some(h) => err.with_hint(h),
         None => err,

@@ -52,8 +52,9 @@ pub struct Error {
     pub hint: Option<String>,
     /// The HTTP status, when the server answered.
     pub status: Option<u16>,
-    /// The envelope's `details` (say, a conflict's `currentVersion`), `Null` when absent.
-    pub details: serde_json::Value,
+    /// The envelope's `details` (say, a conflict's `currentVersion`), when it had some
+    /// (boxed: most errors have none, and every `Result` carries the error's size).
+    pub details: Option<Box<serde_json::Value>>,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -66,7 +67,7 @@ impl Error {
             detail: detail.to_string(),
             hint: None,
             status: None,
-            details: serde_json::Value::Null,
+            details: None,
         }
     }
 
@@ -87,6 +88,13 @@ impl Error {
         } else {
             self
         }
+    }
+}
+
+impl Error {
+    /// The conflict's `details.currentVersion`, when the server gave it.
+    pub fn current_version(&self) -> Option<u64> {
+        self.details.as_ref()?["currentVersion"].as_u64()
     }
 }
 

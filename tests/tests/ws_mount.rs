@@ -718,6 +718,11 @@ fn a_write_rename_or_unlink_of_a_file_changed_elsewhere_keeps_both_sides() {
         "the copy shows in the mount at once"
     );
     assert_eq!(api.versions("c.txt"), [2, 1], "nothing else changed");
+    assert_eq!(
+        std::fs::read_to_string(m.path("c.txt")).unwrap(),
+        "from the API\n",
+        "the mount shows the version that won, not the pages of its own losing bytes"
+    );
     assert!(
         m.log().contains("conflict on c.txt") && m.log().contains(&copies[0]),
         "{}",

@@ -88,6 +88,10 @@ pub struct State {
     gone: HashMap<String, String>,
     /// Inodes replaced by a newer version from elsewhere, with the file as they opened it.
     detached: HashMap<u64, tree::File>,
+    /// The version whose bytes the kernel may hold in its page cache for each inode (it was
+    /// last opened at, or committed from, that etag): an open at the same etag keeps the
+    /// pages, any other drops them.
+    paged: HashMap<u64, String>,
 }
 
 pub struct Fs {
@@ -571,10 +575,11 @@ impl Fs {
                     b.dirty = false;
                     b.written = false;
                 }
+                st.paged.insert(ino, meta.etag.clone());
                 Ok(())
             }
             Err(e) if is_conflict(&e) => {
-                let current = e.details["currentVersion"].as_u64();
+                let current = e.current_version();
                 let copy = self.conflict_copy(st, &path, &disk, current);
                 let message = match &copy {
                     Some(c) => format!("the workspace has a newer version; this mount's bytes are in {c}"),
@@ -678,6 +683,30 @@ impl Fs {
         if !parent.is_empty() && st.tree.kind(parent).is_none() {
             st.tree.local.insert(parent.to_owned());
         }
+    }
+
+    /// The open flags for `ino` opened at `etag`: the kernel keeps the pages it holds when
+    /// they are that version's (a change made elsewhere gets a new inode, a write here goes
+    /// through the kernel, a conflict leaves `paged` at the losing bytes' base).
+    fn cache_flags(st: &mut State, ino: u64, etag: Option<&str>, read_only: bool) -> FopenFlags {
+        let mut flags = FopenFlags::empty();
+        if read_only {
+            // Closing a read-only handle has nothing to commit: no FLUSH round trip.
+            flags |= FopenFlags::FOPEN_NOFLUSH;
+        }
+        let detached = st.detached.contains_key(&ino);
+        match etag {
+            Some(e) if !detached => {
+                if st.paged.get(&ino).map(String::as_str) == Some(e) {
+                    flags |= FopenFlags::FOPEN_KEEP_CACHE;
+                }
+                st.paged.insert(ino, e.to_owned());
+            }
+            _ => {
+                st.paged.remove(&ino);
+            }
+        }
+        flags
     }
 
     fn open_handle(&self, st: &mut State, handle: Handle) -> u64 {
@@ -856,7 +885,7 @@ impl Fs {
         let results = match self.remote.commit(vec![op]) {
             Ok(r) => r,
             Err(e) if is_conflict(&e) => {
-                let current = e.details["currentVersion"].as_u64();
+                let current = e.current_version();
                 self.journal.record(
                     What::Rename,
                     from,
@@ -984,7 +1013,7 @@ impl Fs {
                         What::Rename,
                         from,
                         None,
-                        e.details["currentVersion"].as_u64(),
+                        e.current_version(),
                         &format!("a file under {from} changed in the workspace since this mount saw it; nothing was moved"),
                     );
                     for f in &files {
@@ -1342,7 +1371,7 @@ impl Filesystem for Mounted {
                         What::Unlink,
                         &key,
                         None,
-                        e.details["currentVersion"].as_u64(),
+                        e.current_version(),
                         "the file changed in the workspace since this mount saw it; it was not deleted",
                     );
                     fs.refresh(&mut st, &key);
@@ -1448,7 +1477,9 @@ impl Filesystem for Mounted {
                 match fs.body(&path, Some(query), &etag) {
                     Ok(f) => {
                         let fh = fs.open_handle(&mut st, Handle::Body(f));
-                        reply.opened(FileHandle(fh), FopenFlags::empty());
+                        // A past version's inode is that version forever: its pages stay.
+                        let flags = FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_NOFLUSH;
+                        reply.opened(FileHandle(fh), flags);
                     }
                     Err(e) => reply.error(e),
                 }
@@ -1467,7 +1498,8 @@ impl Filesystem for Mounted {
                     return match fs.body(&key, None, etag) {
                         Ok(file) => {
                             let fh = fs.open_handle(&mut st, Handle::Body(file));
-                            reply.opened(FileHandle(fh), FopenFlags::empty());
+                            let flags = Fs::cache_flags(&mut st, ino.0, Some(etag), true);
+                            reply.opened(FileHandle(fh), flags);
                         }
                         Err(e) => reply.error(e),
                     };
@@ -1499,6 +1531,10 @@ impl Filesystem for Mounted {
                     b.dirty = true;
                 }
                 b.opens += 1;
+                let paged = match (&b.base, b.dirty) {
+                    (Base::Etag(e), false) => Some(e.clone()),
+                    _ => None,
+                };
                 let fh = fs.open_handle(
                     &mut st,
                     Handle::Buffer {
@@ -1507,9 +1543,8 @@ impl Filesystem for Mounted {
                         append,
                     },
                 );
-                // The kernel may not keep pages across opens: another writer may have
-                // changed the file (freshness), and our own buffer is the truth meanwhile.
-                reply.opened(FileHandle(fh), FopenFlags::empty());
+                let flags = Fs::cache_flags(&mut st, ino.0, paged.as_deref(), !write);
+                reply.opened(FileHandle(fh), flags);
             }
         }
     }
