@@ -654,7 +654,19 @@ fn empty_folders_and_the_executable_bit_survive_a_remount_and_links_are_refused(
         "chmod +x of a closed file is one version"
     );
 
+    // A folder larger than one readdir page lists whole, in name order.
+    for i in 0..600 {
+        api.put(&format!("many/file-with-a-longish-name-{i:04}.txt"), "m");
+    }
     let m = Mount::start(&server.url(), KEY, &[]);
+    let names: Vec<String> = std::fs::read_dir(m.path("many"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    let want: Vec<String> = (0..600)
+        .map(|i| format!("file-with-a-longish-name-{i:04}.txt"))
+        .collect();
+    assert_eq!(names, want);
     assert!(
         m.path("empty/inner").is_dir(),
         "an empty folder survives a remount"

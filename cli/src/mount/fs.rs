@@ -35,6 +35,8 @@ use workspace_core::FilePath;
 
 /// How long the kernel may keep an entry or its attributes: the freshness bound's share.
 const TTL: Duration = Duration::from_secs(1);
+/// Open folders whose listing is kept for their readdir pages.
+const MAX_OPEN_DIRS: usize = 4096;
 
 pub struct Options {
     pub read_only: bool,
@@ -83,6 +85,8 @@ pub struct State {
     versions: HashMap<String, Vec<VersionRow>>,
     /// The newest change-log time applied (RFC 3339).
     pub high_water: String,
+    /// Each open folder's listing, taken at `opendir`.
+    dirs: HashMap<u64, Vec<(u64, FileType, String)>>,
     /// Versions this mount deleted or moved away (path → etag): their rows in the change
     /// log are not news.
     gone: HashMap<String, String>,
@@ -707,6 +711,66 @@ impl Fs {
             }
         }
         flags
+    }
+
+    /// A folder's entries (`.` and `..` first) with their inodes and types.
+    fn listing(&self, st: &mut State, ino: INodeNo) -> Result<Vec<(u64, FileType, String)>, Errno> {
+        let key = Fs::path_of(st, ino)?;
+        let children: Vec<(String, Kind)> = match hist_of(&key) {
+            Some(Hist::Root) => vec![
+                ("snapshots".into(), Kind::Dir),
+                ("versions".into(), Kind::Dir),
+            ],
+            Some(Hist::Snapshots) => match self.remote.snapshots() {
+                Ok(ids) => ids.into_iter().map(|i| (i, Kind::Dir)).collect(),
+                Err(e) => return Err(errno_of(&e)),
+            },
+            Some(Hist::Snapshot { id, path }) => match self.snapshot_tree(st, &id) {
+                Some(t) => t.children(&path),
+                None => return Err(Errno::ENOENT),
+            },
+            Some(Hist::Versions { path }) => match st.tree.kind(&path) {
+                Some(Kind::Dir) => st
+                    .tree
+                    .children(&path)
+                    .into_iter()
+                    .map(|(n, _)| (n, Kind::Dir))
+                    .collect(),
+                Some(Kind::File) => match self.version_rows(st, &path, true) {
+                    Some(rows) => rows
+                        .iter()
+                        .map(|r| (r.version.to_string(), Kind::File))
+                        .collect(),
+                    None => return Err(Errno::EIO),
+                },
+                None => return Err(Errno::ENOENT),
+            },
+            None => {
+                if st.tree.kind(&key) != Some(Kind::Dir) {
+                    return Err(Errno::ENOTDIR);
+                }
+                let mut c = st.tree.children(&key);
+                if key.is_empty() {
+                    c.insert(0, (HISTORY.to_owned(), Kind::Dir));
+                }
+                c
+            }
+        };
+        let parent_ino = st.inodes.ino(tree::parent_of(&key));
+        let mut entries: Vec<(u64, FileType, String)> = vec![
+            (ino.0, FileType::Directory, ".".into()),
+            (parent_ino, FileType::Directory, "..".into()),
+        ];
+        for (name, kind) in children {
+            let child = st.inodes.ino(&tree::join(&key, &name));
+            let t = if kind == Kind::Dir {
+                FileType::Directory
+            } else {
+                FileType::RegularFile
+            };
+            entries.push((child, t, name));
+        }
+        Ok(entries)
     }
 
     fn open_handle(&self, st: &mut State, handle: Handle) -> u64 {
@@ -1810,75 +1874,58 @@ impl Filesystem for Mounted {
         reply.ok();
     }
 
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let fs = &self.0;
+        let mut st = fs.lock();
+        let entries = match fs.listing(&mut st, ino) {
+            Ok(e) => e,
+            Err(e) => return reply.error(e),
+        };
+        // One listing per open: readdir pages through it (stable, and a large folder is
+        // listed once, not once per page). Past the bound, pages are listed afresh.
+        st.next_fh += 1;
+        let fh = st.next_fh;
+        if st.dirs.len() < MAX_OPEN_DIRS {
+            st.dirs.insert(fh, entries);
+        }
+        reply.opened(FileHandle(fh), FopenFlags::empty());
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.0.lock().dirs.remove(&fh.0);
+        reply.ok();
+    }
+
     fn readdir(
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
         let fs = &self.0;
         let mut st = fs.lock();
-        let Ok(key) = Fs::path_of(&st, ino) else {
-            return reply.error(Errno::ENOENT);
-        };
-        let children: Vec<(String, Kind)> = match hist_of(&key) {
-            Some(Hist::Root) => vec![
-                ("snapshots".into(), Kind::Dir),
-                ("versions".into(), Kind::Dir),
-            ],
-            Some(Hist::Snapshots) => match fs.remote.snapshots() {
-                Ok(ids) => ids.into_iter().map(|i| (i, Kind::Dir)).collect(),
-                Err(e) => return reply.error(errno_of(&e)),
-            },
-            Some(Hist::Snapshot { id, path }) => match fs.snapshot_tree(&mut st, &id) {
-                Some(t) => t.children(&path),
-                None => return reply.error(Errno::ENOENT),
-            },
-            Some(Hist::Versions { path }) => match st.tree.kind(&path) {
-                Some(Kind::Dir) => st
-                    .tree
-                    .children(&path)
-                    .into_iter()
-                    .map(|(n, _)| (n, Kind::Dir))
-                    .collect(),
-                Some(Kind::File) => match fs.version_rows(&mut st, &path, true) {
-                    Some(rows) => rows
-                        .iter()
-                        .map(|r| (r.version.to_string(), Kind::File))
-                        .collect(),
-                    None => return reply.error(Errno::EIO),
-                },
-                None => return reply.error(Errno::ENOENT),
-            },
+        let fresh;
+        let entries = match st.dirs.get(&fh.0) {
+            Some(e) => e,
             None => {
-                if st.tree.kind(&key) != Some(Kind::Dir) {
-                    return reply.error(Errno::ENOTDIR);
-                }
-                let mut c = st.tree.children(&key);
-                if key.is_empty() {
-                    c.insert(0, (HISTORY.to_owned(), Kind::Dir));
-                }
-                c
+                fresh = match fs.listing(&mut st, ino) {
+                    Ok(e) => e,
+                    Err(e) => return reply.error(e),
+                };
+                &fresh
             }
         };
-        let parent_ino = st.inodes.ino(tree::parent_of(&key));
-        let mut entries: Vec<(u64, FileType, String)> = vec![
-            (ino.0, FileType::Directory, ".".into()),
-            (parent_ino, FileType::Directory, "..".into()),
-        ];
-        for (name, kind) in children {
-            let child = st.inodes.ino(&tree::join(&key, &name));
-            let t = if kind == Kind::Dir {
-                FileType::Directory
-            } else {
-                FileType::RegularFile
-            };
-            entries.push((child, t, name));
-        }
-        for (i, (child, t, name)) in entries.into_iter().enumerate().skip(offset as usize) {
-            if reply.add(INodeNo(child), (i + 1) as u64, t, name) {
+        for (i, (child, t, name)) in entries.iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(*child), (i + 1) as u64, *t, name) {
                 break;
             }
         }
