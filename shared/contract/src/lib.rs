@@ -30,6 +30,7 @@ pub mod runs;
 pub mod scoped;
 pub mod search;
 pub mod sessions;
+pub mod snapshot_model;
 pub mod snapshots;
 pub mod uploads;
 
