@@ -23,6 +23,7 @@ pub mod isolation;
 pub mod limits;
 pub mod mcp;
 pub mod memory;
+pub mod merge_model;
 pub mod pins;
 pub mod protocol;
 pub mod redaction;

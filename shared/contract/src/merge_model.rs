@@ -1,0 +1,202 @@
+//! A model of a fork's merge for property tests on every backend: for random writes and
+//! deletes on a workspace and on its fork, then a merge with each strategy, the workspace
+//! ends exactly as the model says (so nothing outside the fork's changes moved, and a
+//! refused merge changed nothing), and after a successful merge the fork holds the same
+//! files. Requests go through the real router.
+
+use crate::harness::{file_uri, Harness, KEY_A};
+use http::Method;
+use proptest::prelude::*;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+pub const PATHS: &[&str] = &["a.md", "b.md", "dir/c.md", "dir/d.md"];
+/// One line each: a text merge of two different changes to a path never applies cleanly,
+/// so `three-way` settles exactly what `fail` would.
+pub const CONTENTS: &[&str] = &["x", "y", "z"];
+pub const STRATEGIES: &[&str] = &["fail", "fork-wins", "parent-wins", "three-way"];
+
+#[derive(Debug, Clone)]
+pub enum Op {
+    Put {
+        fork: bool,
+        path: usize,
+        content: usize,
+    },
+    Delete {
+        fork: bool,
+        path: usize,
+    },
+}
+
+pub fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (any::<bool>(), 0..PATHS.len(), 0..CONTENTS.len()).prop_map(|(fork, path, content)| {
+            Op::Put {
+                fork,
+                path,
+                content,
+            }
+        }),
+        (any::<bool>(), 0..PATHS.len()).prop_map(|(fork, path)| Op::Delete { fork, path }),
+    ]
+}
+
+type Files = BTreeMap<String, String>;
+
+/// Every live file of the workspace (or the fork) and its content.
+async fn state(h: &Harness, fork: Option<&str>) -> Files {
+    let mut call = h.call(Method::GET, "/v1/host/workspace/files", Some(KEY_A));
+    if let Some(f) = fork {
+        call = call.header("x-workspace-id", f);
+    }
+    let listed = call.send().await.assert_ok();
+    let mut out = Files::new();
+    for f in listed["files"].as_array().expect("files") {
+        let path = f["path"].as_str().expect("path");
+        let mut call = h.call(Method::GET, &file_uri(path), Some(KEY_A));
+        if let Some(f) = fork {
+            call = call.header("x-workspace-id", f);
+        }
+        let v = call.send().await.assert_ok();
+        out.insert(
+            path.to_owned(),
+            v["content"].as_str().expect("text").to_owned(),
+        );
+    }
+    out
+}
+
+/// What the model says a merge does: `Ok(parent after)` or `Err(conflicting paths)`.
+fn model_merge(
+    base: &Files,
+    fork: &Files,
+    parent: &Files,
+    strategy: &str,
+) -> Result<Files, Vec<String>> {
+    let mut out = parent.clone();
+    let mut conflicts = Vec::new();
+    for p in PATHS {
+        let (b, f, q) = (base.get(*p), fork.get(*p), parent.get(*p));
+        let (fork_changed, parent_changed) = (f != b, q != b);
+        let result = if !fork_changed || f == q {
+            q
+        } else if !parent_changed {
+            f
+        } else {
+            match strategy {
+                "fork-wins" => f,
+                "parent-wins" => q,
+                _ => {
+                    conflicts.push((*p).to_owned());
+                    continue;
+                }
+            }
+        };
+        match result {
+            Some(c) => out.insert((*p).to_owned(), c.clone()),
+            None => out.remove(*p),
+        };
+    }
+    if conflicts.is_empty() {
+        Ok(out)
+    } else {
+        Err(conflicts)
+    }
+}
+
+async fn apply(h: &Harness, fork: &str, op: &Op, parent: &mut Files, forked: &mut Files) {
+    let (on_fork, path) = match op {
+        Op::Put { fork, path, .. } | Op::Delete { fork, path } => (*fork, PATHS[*path]),
+    };
+    let mut call = match op {
+        Op::Put { content, .. } => h
+            .call(Method::PUT, &file_uri(path), Some(KEY_A))
+            .json(&json!({ "content": CONTENTS[*content] })),
+        Op::Delete { .. } => h.call(Method::DELETE, &file_uri(path), Some(KEY_A)),
+    };
+    if on_fork {
+        call = call.header("x-workspace-id", fork);
+    }
+    let r = call.send().await;
+    let side = if on_fork { forked } else { parent };
+    match op {
+        Op::Put { content, .. } => {
+            r.assert_ok();
+            side.insert(path.to_owned(), CONTENTS[*content].to_owned());
+        }
+        Op::Delete { .. } if side.remove(path).is_some() => {
+            assert_eq!(
+                r.status.as_u16(),
+                204,
+                "{}",
+                String::from_utf8_lossy(&r.body)
+            );
+        }
+        Op::Delete { .. } => {
+            r.assert_error(404, "not_found");
+        }
+    }
+}
+
+/// Seeds the workspace, forks it, runs `ops`, merges with `strategy`, and checks both sides.
+pub async fn run_case(h: Harness, seed: Vec<(usize, usize)>, ops: Vec<Op>, strategy: &'static str) {
+    let mut parent = Files::new();
+    for (path, content) in seed {
+        h.put(KEY_A, PATHS[path], CONTENTS[content])
+            .await
+            .assert_ok();
+        parent.insert(PATHS[path].to_owned(), CONTENTS[content].to_owned());
+    }
+    let fork = h.new_fork(KEY_A).await;
+    let base = parent.clone();
+    let mut forked = parent.clone();
+    for op in &ops {
+        apply(&h, &fork, op, &mut parent, &mut forked).await;
+    }
+    assert_eq!(
+        state(&h, None).await,
+        parent,
+        "the workspace before the merge"
+    );
+    assert_eq!(
+        state(&h, Some(&fork)).await,
+        forked,
+        "the fork before the merge"
+    );
+
+    let r = h.merge(KEY_A, &fork, json!({ "strategy": strategy })).await;
+    match model_merge(&base, &forked, &parent, strategy) {
+        Ok(expected) => {
+            r.assert_ok();
+            assert_eq!(
+                state(&h, None).await,
+                expected,
+                "the workspace after the merge"
+            );
+            assert_eq!(
+                state(&h, Some(&fork)).await,
+                expected,
+                "the fork after the merge"
+            );
+            let d = h.fork_diff(KEY_A, &fork, "").await.assert_ok();
+            assert_eq!(d["changes"], json!([]), "nothing left to merge");
+        }
+        Err(conflicts) => {
+            let v = r.assert_error(409, "workspace_conflict");
+            let got: Vec<String> = v["details"]["conflicts"]
+                .as_array()
+                .expect("conflicts")
+                .iter()
+                .filter_map(|c| c["path"].as_str().map(str::to_owned))
+                .collect::<Vec<_>>();
+            assert_eq!(got, conflicts);
+            assert_eq!(
+                state(&h, None).await,
+                parent,
+                "a refused merge changes nothing"
+            );
+            assert_eq!(state(&h, Some(&fork)).await, forked);
+        }
+    }
+}
