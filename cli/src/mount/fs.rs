@@ -487,6 +487,13 @@ impl Fs {
         }
     }
 
+    /// The key of `name` in folder `parent`; `bad_name` for a name that is not UTF-8.
+    fn child(st: &State, parent: INodeNo, name: &OsStr, bad_name: Errno) -> Result<String, Errno> {
+        let dir = Fs::path_of(st, parent)?;
+        let name = utf8(name).map_err(|_| bad_name)?;
+        Ok(tree::join(&dir, name))
+    }
+
     fn path_of(st: &State, ino: INodeNo) -> Result<String, Errno> {
         st.inodes
             .path(ino.0)
@@ -778,6 +785,22 @@ impl Fs {
         let fh = st.next_fh;
         st.handles.insert(fh, handle);
         fh
+    }
+
+    /// Commits the buffer behind write handle `fh` (`only_written`: only if bytes were
+    /// written since the last commit); a read handle has nothing to commit.
+    fn commit_handle(&self, fh: FileHandle, only_written: bool) -> Result<(), Errno> {
+        let mut st = self.lock();
+        let ino = match st.handles.get(&fh.0) {
+            Some(Handle::Buffer {
+                ino, write: true, ..
+            }) => *ino,
+            _ => return Ok(()),
+        };
+        if only_written && !st.buffers.get(&ino).is_some_and(|b| b.written) {
+            return Ok(());
+        }
+        self.commit(&mut st, ino)
     }
 
     /// Commits every unsaved buffer (SIGTERM, SIGINT, unmount).
@@ -1192,16 +1215,11 @@ impl Filesystem for Mounted {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let fs = &self.0;
         let mut st = fs.lock();
-        let Ok(dir) = Fs::path_of(&st, parent) else {
-            return reply.error(Errno::ENOENT);
+        let key = match Fs::child(&st, parent, name, Errno::ENOENT) {
+            Ok(k) if tree::name_of(&k) != MARKER => k,
+            Ok(_) => return reply.error(Errno::ENOENT),
+            Err(e) => return reply.error(e),
         };
-        let Ok(name) = utf8(name) else {
-            return reply.error(Errno::ENOENT);
-        };
-        if name == MARKER {
-            return reply.error(Errno::ENOENT);
-        }
-        let key = tree::join(&dir, name);
         fs.reply_node(&mut st, &key, reply);
     }
 
@@ -1367,13 +1385,10 @@ impl Filesystem for Mounted {
     ) {
         let fs = &self.0;
         let mut st = fs.lock();
-        let Ok(dir) = Fs::path_of(&st, parent) else {
-            return reply.error(Errno::ENOENT);
+        let key = match Fs::child(&st, parent, name, Errno::EINVAL) {
+            Ok(k) => k,
+            Err(e) => return reply.error(e),
         };
-        let Ok(name) = utf8(name) else {
-            return reply.error(Errno::EINVAL);
-        };
-        let key = tree::join(&dir, name);
         if let Err(e) = fs.writable(&key) {
             return reply.error(e);
         }
@@ -1403,20 +1418,17 @@ impl Filesystem for Mounted {
             Err(e) => return reply.error(errno_of(&e)),
         }
         st.tree.marked.insert(key.clone());
-        st.tree.local.remove(&dir);
+        st.tree.local.remove(tree::parent_of(&key));
         fs.reply_node(&mut st, &key, reply);
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let fs = &self.0;
         let mut st = fs.lock();
-        let Ok(dir) = Fs::path_of(&st, parent) else {
-            return reply.error(Errno::ENOENT);
+        let key = match Fs::child(&st, parent, name, Errno::ENOENT) {
+            Ok(k) => k,
+            Err(e) => return reply.error(e),
         };
-        let Ok(name) = utf8(name) else {
-            return reply.error(Errno::ENOENT);
-        };
-        let key = tree::join(&dir, name);
         if let Err(e) = fs.writable(&key) {
             return reply.error(e);
         }
@@ -1456,13 +1468,10 @@ impl Filesystem for Mounted {
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let fs = &self.0;
         let mut st = fs.lock();
-        let Ok(dir) = Fs::path_of(&st, parent) else {
-            return reply.error(Errno::ENOENT);
+        let key = match Fs::child(&st, parent, name, Errno::ENOENT) {
+            Ok(k) => k,
+            Err(e) => return reply.error(e),
         };
-        let Ok(name) = utf8(name) else {
-            return reply.error(Errno::ENOENT);
-        };
-        let key = tree::join(&dir, name);
         if let Err(e) = fs.writable(&key) {
             return reply.error(e);
         }
@@ -1504,14 +1513,11 @@ impl Filesystem for Mounted {
     ) {
         let fs = &self.0;
         let mut st = fs.lock();
-        let (Ok(a), Ok(b)) = (Fs::path_of(&st, parent), Fs::path_of(&st, newparent)) else {
-            return reply.error(Errno::ENOENT);
-        };
-        let (Ok(n1), Ok(n2)) = (utf8(name), utf8(newname)) else {
-            return reply.error(Errno::EINVAL);
-        };
-        let (from, to) = (tree::join(&a, n1), tree::join(&b, n2));
-        match fs.rename_inner(&mut st, &from, &to, flags) {
+        let moved = Fs::child(&st, parent, name, Errno::EINVAL).and_then(|from| {
+            let to = Fs::child(&st, newparent, newname, Errno::EINVAL)?;
+            fs.rename_inner(&mut st, &from, &to, flags)
+        });
+        match moved {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -1625,13 +1631,10 @@ impl Filesystem for Mounted {
     ) {
         let fs = &self.0;
         let mut st = fs.lock();
-        let Ok(dir) = Fs::path_of(&st, parent) else {
-            return reply.error(Errno::ENOENT);
+        let key = match Fs::child(&st, parent, name, Errno::EINVAL) {
+            Ok(k) => k,
+            Err(e) => return reply.error(e),
         };
-        let Ok(name) = utf8(name) else {
-            return reply.error(Errno::EINVAL);
-        };
-        let key = tree::join(&dir, name);
         if let Err(e) = fs.writable(&key).and_then(|_| check_new_path(&key)) {
             return reply.error(e);
         }
@@ -1778,18 +1781,8 @@ impl Filesystem for Mounted {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        let fs = &self.0;
-        let mut st = fs.lock();
-        let ino = match st.handles.get(&fh.0) {
-            Some(Handle::Buffer {
-                ino, write: true, ..
-            }) => *ino,
-            _ => return reply.ok(),
-        };
-        if !st.buffers.get(&ino).is_some_and(|b| b.written) {
-            return reply.ok();
-        }
-        match fs.commit(&mut st, ino) {
+        // Only once bytes were written: a shell's `> f` closes a duplicate first.
+        match self.0.commit_handle(fh, true) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -1803,15 +1796,7 @@ impl Filesystem for Mounted {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let fs = &self.0;
-        let mut st = fs.lock();
-        let ino = match st.handles.get(&fh.0) {
-            Some(Handle::Buffer {
-                ino, write: true, ..
-            }) => *ino,
-            _ => return reply.ok(),
-        };
-        match fs.commit(&mut st, ino) {
+        match self.0.commit_handle(fh, false) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
