@@ -31,7 +31,6 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -39,6 +38,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use workspace_tests::apigw::{answer_from_lambda, Dispatch, Gateway, HttpAnswer, HttpRequest};
 use workspace_tests::local::binaries;
+use workspace_tests::mount::Mount;
 use workspace_tests::rie::{self, Emulated, Sam};
 use workspace_tests::{b64, root};
 
@@ -324,146 +324,6 @@ fn mounted(dir: &Path) -> bool {
     })
 }
 
-/// The mount process and its folders; on drop, pass or fail: unmounted (lazily), the
-/// process killed, the folders removed (only once nothing is mounted there).
-struct Mount {
-    /// Holds home/, cache/, mnt/ and the mount's log.
-    root: PathBuf,
-    dir: PathBuf,
-    url: String,
-    key: String,
-    child: Option<Child>,
-}
-
-impl Mount {
-    fn new(url: &str, key: &str) -> Mount {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let root =
-            std::env::temp_dir().join(format!("ws-mount-gateway-{}-{nanos}", std::process::id()));
-        let dir = root.join("mnt");
-        for d in [&dir, &root.join("home"), &root.join("cache")] {
-            std::fs::create_dir_all(d).expect("a temporary folder");
-        }
-        Mount {
-            root,
-            dir,
-            url: url.to_owned(),
-            key: key.to_owned(),
-            child: None,
-        }
-    }
-
-    fn ws(&self) -> Command {
-        let home = self.root.join("home");
-        let mut cmd = Command::new(&binaries().ws);
-        cmd.env_remove("WS_URL")
-            .env_remove("WS_KEY")
-            .env_remove("WS_WORKSPACE")
-            .env("HOME", &home)
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("XDG_CACHE_HOME", home.join("cache"))
-            .env("WS_CONFIG", home.join("ws.json"))
-            .args(["--url", &self.url, "--key", &self.key]);
-        cmd
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.root.join("mount.log")).unwrap_or_default()
-    }
-
-    /// Starts `ws mount DIR --foreground` and waits (at most 30 s) until DIR is mounted.
-    fn start(&mut self) {
-        let log = std::fs::File::create(self.root.join("mount.log")).expect("the mount's log");
-        let child = self
-            .ws()
-            .arg("mount")
-            .arg(&self.dir)
-            .arg("--foreground")
-            .arg("--cache-dir")
-            .arg(self.root.join("cache"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("the log"))
-            .stderr(log)
-            .spawn()
-            .expect("spawn ws mount");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !mounted(&self.dir) {
-            if let Ok(Some(status)) = self.child.as_mut().unwrap().try_wait() {
-                panic!(
-                    "ws mount exited ({status}) before {} was mounted; its output:\n{}",
-                    self.dir.display(),
-                    self.log()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} was not mounted after 30 s; the mount's output:\n{}",
-                self.dir.display(),
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// `ws unmount DIR`, then the mount process's exit status (at most 30 s).
-    fn unmount(&mut self) -> ExitStatus {
-        let out = self
-            .ws()
-            .arg("unmount")
-            .arg(&self.dir)
-            .output()
-            .expect("run ws unmount");
-        assert!(
-            out.status.success(),
-            "ws unmount: {}\n{}\nthe mount's output:\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr),
-            self.log()
-        );
-        let child = self.child.as_mut().expect("started");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = child.try_wait().expect("the mount process") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the mount process still runs 30 s after ws unmount; its output:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        if mounted(&self.dir) {
-            let _ = Command::new("fusermount3")
-                .args(["-u", "-z"])
-                .arg(&self.dir)
-                .status();
-        }
-        if let Some(mut child) = self.child.take() {
-            if !matches!(child.try_wait(), Ok(Some(_))) {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-        }
-        if !mounted(&self.dir) {
-            let _ = std::fs::remove_dir_all(&self.root);
-        }
-    }
-}
-
 // ----------------------------------------------------------------------------------- API
 
 /// The API through the front, as any client calls it.
@@ -655,8 +515,9 @@ fn the_mount_works_through_api_gateway() {
     let ready = started.elapsed();
 
     // 1. Mount.
-    let mut mount = Mount::new(&url, &key);
-    mount.start();
+    // The change log every second, as by default: each read goes through the emulated
+    // functions one at a time.
+    let mut mount = Mount::start(&url, &key, &["--refresh-ms", "1000"]);
     let mounted_after = started.elapsed();
     eprintln!("mounted {} over {url}", mount.dir.display());
 
