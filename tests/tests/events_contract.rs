@@ -57,6 +57,7 @@ fn the_recorded_sample_and_the_local_envelope_keep_the_contract() {
         deleted: true,
         erased: None,
         merge: None,
+        point: 0,
     };
     let event = WorkspaceEvent::of_version("acme", "main", "notes/a.md", &record);
     let envelope = event.envelope();

@@ -258,6 +258,22 @@ impl SnapshotStore for FaultyMeta {
         self.1.step(self.0.delete_snapshot(s, id)).await
     }
 
+    async fn points(&self, s: &Scope) -> Result<workspace_core::model::Points> {
+        self.1.step(self.0.points(s)).await
+    }
+
+    async fn swap_points(
+        &self,
+        s: &Scope,
+        expect_rev: u64,
+        points: &workspace_core::model::Points,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<bool> {
+        self.1
+            .step(self.0.swap_points(s, expect_rev, points, snapshot))
+            .await
+    }
+
     async fn list_snapshots(
         &self,
         s: &Scope,

@@ -55,6 +55,7 @@ pub async fn pins_and_commits_compare_and_swap_on_the_head(h: Harness) {
         seq,
         snapshot: "manual".into(),
         until: i64::MAX,
+        span: None,
     };
     for i in 1..=4 {
         h.put(KEY_A, "cas.md", &format!("v{i}")).await.assert_ok();
@@ -122,6 +123,7 @@ pub async fn pins_and_commits_compare_and_swap_on_the_head(h: Harness) {
             deleted: false,
             erased: None,
             merge: None,
+            point: 0,
         },
         live_delta: 0,
         max_files: LIMITS.max_files,
@@ -130,6 +132,7 @@ pub async fn pins_and_commits_compare_and_swap_on_the_head(h: Harness) {
         retain_from_seq: seq + 1 - LIMITS.max_versions,
         released: Vec::new(),
         secrets_epoch: None,
+        points_rev: 0,
     };
     assert_eq!(
         h.meta.commit(stale).await.expect("commit"),

@@ -48,6 +48,11 @@ pub struct Head {
     /// Who wrote the live version (or the delete); empty in heads written before it was kept.
     #[serde(default)]
     pub principal: String,
+    /// The scope's point revision the live version (or tombstone) was committed under
+    /// ([`Points::rev`]): a snapshot taken at point `r` sees it when `point <= r`. 0 in
+    /// heads written before points existed (every snapshot since sees them).
+    #[serde(default)]
+    pub point: u64,
 }
 
 /// A snapshot's hold on version item `seq` of a path, until `until` (or until the snapshot
@@ -56,6 +61,30 @@ pub struct Head {
 pub struct Pin {
     pub seq: u64,
     pub snapshot: String,
+    pub until: Millis,
+    /// A hold set by the commit that superseded item `seq` (`service/points.rs`): the
+    /// points `from..to` (item `seq` was committed under `from`, its successor under `to`)
+    /// are the ones that can read it, so the hold lasts while one of them lives. `None`: a
+    /// pin of a snapshot taken before points existed (`snapshot` names it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span: Option<(u64, u64)>,
+}
+
+/// A scope's live points in history: each snapshot and fork base taken since points
+/// existed is one (`service/points.rs`). Every commit is checked against `rev`, and
+/// records it as its version's point.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Points {
+    /// Bumped by every change of the registry (a point taken or ended): 0 before the first.
+    pub rev: u64,
+    pub live: Vec<Point>,
+}
+
+/// One live point: snapshot `id` sees every version committed under a revision `<= rev`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Point {
+    pub id: String,
+    pub rev: u64,
     pub until: Millis,
 }
 
@@ -86,6 +115,11 @@ pub struct Snapshot {
     /// rollback to it touches no other path. Empty: the whole workspace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub covers: Vec<String>,
+    /// A snapshot taken as a point in history (`service/points.rs`): `files` is empty and
+    /// each file reads as its newest version committed at or before this point. `None`: a
+    /// snapshot taken before points existed, whose `files` were pinned one by one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<u64>,
 }
 
 /// The expiry of what never expires.
@@ -185,6 +219,7 @@ impl Head {
             pins,
             pin_rev,
             principal: v.principal,
+            point: v.point,
         }
     }
 
@@ -235,6 +270,9 @@ pub struct VersionRecord {
     /// Set when a fork's merge wrote the version (its event names the merge and the fork).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeOrigin>,
+    /// The point revision it was committed under (see [`Head::point`]).
+    #[serde(default)]
+    pub point: u64,
 }
 
 impl VersionRecord {
@@ -255,6 +293,7 @@ impl VersionRecord {
             deleted: head.deleted,
             erased: None,
             merge,
+            point: head.point,
         }
     }
 }
@@ -370,6 +409,7 @@ mod tests {
             updated_at: 0,
             deleted: false,
             principal: String::new(),
+            point: 0,
             body: None,
             sha256: String::new(),
             pins: Vec::new(),

@@ -4,7 +4,8 @@
 
 use crate::error::{Result, WorkspaceError};
 use crate::model::{
-    BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
+    BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Points, Snapshot, SnapshotInfo,
+    VersionRecord,
 };
 use crate::path::{FilePath, PathPrefix};
 use crate::presign::{PresignSpec, PresignedUrl};
@@ -76,6 +77,10 @@ pub struct Commit {
     /// store that keeps epochs, `SecretStore::secrets_at`): the commit fails with
     /// [`CommitOutcome::SecretsMoved`] if a secret was registered or removed since.
     pub secrets_epoch: Option<SecretsEpoch>,
+    /// The scope's point registry revision the commit was planned under ([`Points::rev`]:
+    /// the holds in `head.pins` and `head.point` were decided from it): the commit fails
+    /// with [`CommitOutcome::PointsMoved`] when the registry changed since.
+    pub points_rev: u64,
 }
 
 /// What [`CommitStore::commit_many`] did.
@@ -145,6 +150,9 @@ pub enum CommitOutcome {
     /// The tenant's registered secrets changed since the content was redacted
     /// (`Commit::secrets_epoch`). Nothing changed: redact again and retry.
     SecretsMoved,
+    /// The scope's point registry is no longer at `Commit::points_rev` (a snapshot or fork
+    /// was taken or ended). Nothing changed: read the registry again and retry.
+    PointsMoved,
 }
 
 /// Metadata and the commit decision: every metadata port at once, for an adapter that is a
@@ -278,6 +286,19 @@ pub trait SnapshotStore: Send + Sync {
     async fn snapshot(&self, scope: &Scope, id: &str) -> Result<Option<Snapshot>>;
     /// Removes a snapshot record; `false` when there was none.
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool>;
+    /// The scope's point registry, read strongly consistently (revision 0 and no point
+    /// when none was ever taken).
+    async fn points(&self, scope: &Scope) -> Result<Points>;
+    /// Replaces the point registry with `points` if its revision is still `expect_rev`,
+    /// storing `snapshot` (when given) in the same atomic step: a point and its record
+    /// appear together or not at all. `false` when the registry moved; nothing changed.
+    async fn swap_points(
+        &self,
+        scope: &Scope,
+        expect_rev: u64,
+        points: &Points,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<bool>;
     /// Snapshot records of the scope whose ids start with `id_prefix`, in descending id
     /// order, only ids below `before` when given, `limit` at most; expired or not (the
     /// service judges). Without their file lists, so a page stays small.

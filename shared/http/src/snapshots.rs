@@ -10,7 +10,7 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use workspace_core::model::{format_time, parse_time, Millis, Snapshot, SnapshotInfo, NEVER};
-use workspace_core::service::{RestoreRequest, Since, SnapshotOptions};
+use workspace_core::service::{RestoreRequest, Since, SnapshotOptions, SNAPSHOT_ANSWER_FILES};
 use workspace_core::{Identity, Result, WorkspaceError, WorkspaceService};
 
 /// `{label?, keep?}`; an empty body is `{}`.
@@ -81,8 +81,16 @@ pub async fn create(
         keep: parsed.keep,
         ..SnapshotOptions::default()
     };
-    let s = service.create_checkpoint(who, options).await?;
-    Ok(json_response(StatusCode::CREATED, &snapshot_json(who, &s)))
+    let mut s = service.create_checkpoint(who, options).await?;
+    // A snapshot is a point in history, whatever its size: its answer lists the first
+    // files only, and says when more follow (`GET` lists them all).
+    let more = s.files.len() > SNAPSHOT_ANSWER_FILES;
+    s.files.truncate(SNAPSHOT_ANSWER_FILES);
+    let mut body = snapshot_json(who, &s);
+    if more {
+        body["moreFiles"] = Value::Bool(true);
+    }
+    Ok(json_response(StatusCode::CREATED, &body))
 }
 
 /// Checkpoints (not runs), newest first; `nextToken` continues.

@@ -43,7 +43,9 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_dynamodb::Client;
 use workspace_core::changes::{Change, ChangePage, ChangeQuery};
-use workspace_core::model::{Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord};
+use workspace_core::model::{
+    Head, IdempotencyRecord, Pin, Points, Snapshot, SnapshotInfo, VersionRecord,
+};
 use workspace_core::ports::{
     check_batch, BatchOutcome, Commit, CommitOutcome, CommitStore, Expect, HeadStore, HistoryStore,
     RecordStore, ScopeItemStore, SnapshotStore, StoredRecord,
@@ -143,6 +145,20 @@ impl DynamoMeta {
     }
 }
 
+/// The condition that the point registry is at revision `rev` (0: never written).
+pub(crate) fn points_condition(
+    check: aws_sdk_dynamodb::types::builders::ConditionCheckBuilder,
+    rev: u64,
+) -> aws_sdk_dynamodb::types::builders::ConditionCheckBuilder {
+    if rev == 0 {
+        check.condition_expression("attribute_not_exists(pk)")
+    } else {
+        check
+            .condition_expression("rev = :rev")
+            .expression_attribute_values(":rev", n(rev))
+    }
+}
+
 pub(crate) fn head_condition(expect: Expect) -> (String, Vec<(&'static str, AttributeValue)>) {
     let (seq, pin_rev, deleted) = match expect {
         Expect::Absent => return ("attribute_not_exists(pk)".into(), vec![]),
@@ -176,6 +192,8 @@ enum Part {
     Idempotency,
     Prune,
     SecretsEpoch,
+    /// The scope's point registry, at the revision the commit was planned under.
+    Points,
 }
 
 impl DynamoMeta {
@@ -303,7 +321,9 @@ fn refusal(reasons: &[CancellationReason], parts: &[(usize, Part)]) -> Result<(u
         .iter()
         .find(|(_, c)| *c == "TransactionConflict")
         .map(|((i, _), _)| *i);
-    if let Some(i) = find(Part::SecretsEpoch) {
+    if let Some(i) = find(Part::Points) {
+        Ok((i, Refusal::Outcome(CommitOutcome::PointsMoved)))
+    } else if let Some(i) = find(Part::SecretsEpoch) {
         Ok((i, Refusal::Outcome(CommitOutcome::SecretsMoved)))
     } else if let Some(i) = find(Part::Head).or(conflict) {
         Ok((i, Refusal::Outcome(CommitOutcome::HeadMoved)))
@@ -336,7 +356,32 @@ impl DynamoMeta {
         }
         self.count_updates(commits, &mut tx)?;
         self.secrets_checks(commits, &mut tx)?;
+        self.points_checks(commits, &mut tx)?;
         Ok(tx)
+    }
+
+    /// Each scope's point registry is still at the revision its commits were planned
+    /// under (→ `PointsMoved`): one check per scope, owned by its first commit. A commit
+    /// never waits for a snapshot, and a snapshot never for a commit: whichever lands
+    /// second sees the other (`workspace_core::service::points`).
+    fn points_checks(&self, commits: &[Commit], tx: &mut Transaction) -> Result<()> {
+        let mut checked: Vec<&Scope> = Vec::new();
+        for (i, c) in commits.iter().enumerate() {
+            if checked.contains(&&c.scope) {
+                continue;
+            }
+            checked.push(&c.scope);
+            let check = ConditionCheck::builder()
+                .table_name(&self.table)
+                .key("pk", s(layout::partition(&c.scope)))
+                .key("sk", s(layout::POINTS_SK));
+            let check = points_condition(check, c.points_rev);
+            let check = TransactWriteItem::builder()
+                .condition_check(check.build().map_err(aws_err)?)
+                .build();
+            tx.push(i, Part::Points, check);
+        }
+        Ok(())
     }
 
     /// Steps 1, 2, 4 and 5 of the protocol for commit `i`, and its change-log entry.
@@ -694,6 +739,21 @@ impl SnapshotStore for DynamoMeta {
 
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
         self.delete_snapshot_item(scope, id).await
+    }
+
+    async fn points(&self, scope: &Scope) -> Result<Points> {
+        self.get_points_item(scope).await
+    }
+
+    async fn swap_points(
+        &self,
+        scope: &Scope,
+        expect_rev: u64,
+        points: &Points,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<bool> {
+        self.swap_points_item(scope, expect_rev, points, snapshot)
+            .await
     }
 
     async fn list_snapshots(

@@ -17,7 +17,7 @@ use aws_sdk_dynamodb::types::{
 use std::collections::HashMap;
 use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::model::{
-    BodyRef, Erasure, Pin, Snapshot, SnapshotFile, SnapshotInfo, VersionRecord,
+    BodyRef, Erasure, Pin, Points, Snapshot, SnapshotFile, SnapshotInfo, VersionRecord,
 };
 use workspace_core::ports::{Expect, StoredRecord};
 use workspace_core::{FilePath, Result, Scope, WorkspaceError};
@@ -57,6 +57,51 @@ impl DynamoMeta {
             items::version_from(item).map(Some)
         })
         .await
+    }
+
+    /// The point registry, read strongly consistently (revision 0 when never written).
+    pub(crate) async fn get_points_item(&self, scope: &Scope) -> Result<Points> {
+        match self
+            .get_item(layout::partition(scope), layout::POINTS_SK.to_owned())
+            .await?
+        {
+            Some(item) => items::points_from(&item),
+            None => Ok(Points::default()),
+        }
+    }
+
+    /// The registry replaced on condition of its revision, with the snapshot record when
+    /// given: one `TransactWriteItems` (a record too large for one item is refused: a
+    /// point's record holds no files).
+    pub(crate) async fn swap_points_item(
+        &self,
+        scope: &Scope,
+        expect_rev: u64,
+        points: &Points,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<bool> {
+        let pk = layout::partition(scope);
+        let item = items::points_item(scope, pk.clone(), layout::POINTS_SK.to_owned(), points)?;
+        let mut put = Put::builder().table_name(&self.table).set_item(Some(item));
+        put = if expect_rev == 0 {
+            put.condition_expression("attribute_not_exists(pk)")
+        } else {
+            put.condition_expression("rev = :rev")
+                .expression_attribute_values(":rev", n(expect_rev))
+        };
+        let mut ops = vec![TransactWriteItem::builder()
+            .put(put.build().map_err(aws_err)?)
+            .build()];
+        if let Some(snap) = snapshot {
+            let record = items::snapshot_item(scope, pk, layout::snapshot_sk(&snap.id), snap)?;
+            let record = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(record))
+                .build()
+                .map_err(aws_err)?;
+            ops.push(TransactWriteItem::builder().put(record).build());
+        }
+        self.applied(ops).await
     }
 
     pub(crate) async fn update_pins(

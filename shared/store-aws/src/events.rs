@@ -86,6 +86,7 @@ fn version_in(img: &Image, malformed: impl Fn(&str) -> WorkspaceError) -> Result
             (Some(merge_id), Some(fork_id)) => Some(MergeOrigin { merge_id, fork_id }),
             _ => None,
         },
+        point: num(img, "point").unwrap_or(0),
     })
 }
 

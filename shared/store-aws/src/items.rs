@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 use workspace_core::changes::Change;
 use workspace_core::model::{
-    BodyRef, Erasure, Head, IdempotencyRecord, MergeOrigin, Pin, Snapshot, SnapshotInfo,
+    BodyRef, Erasure, Head, IdempotencyRecord, MergeOrigin, Pin, Points, Snapshot, SnapshotInfo,
     VersionRecord,
 };
 use workspace_core::{Result, Scope, WorkspaceError};
@@ -99,6 +99,10 @@ fn file_attrs(item: &mut Item, v: &VersionRecord) {
     item.insert("contentType".into(), s(&v.content_type));
     item.insert("updatedAt".into(), n(v.updated_at));
     item.insert("deleted".into(), AttributeValue::Bool(v.deleted));
+    // Absent on items written before points existed: read as 0.
+    if v.point > 0 {
+        item.insert("point".into(), n(v.point));
+    }
     body_attrs(item, &v.body);
 }
 
@@ -131,6 +135,10 @@ fn file_from(item: &Item, kind: Written) -> Result<VersionRecord> {
         deleted: get_bool(item, "deleted")?,
         erased: None,
         merge: None,
+        point: match item.get("point") {
+            Some(_) => get_n(item, "point")?,
+            None => 0,
+        },
     })
 }
 
@@ -248,7 +256,30 @@ pub fn snapshot_item(scope: &Scope, pk: String, sk: String, snap: &Snapshot) -> 
     if !snap.covers.is_empty() {
         item.insert("covers".into(), AttributeValue::Ss(snap.covers.clone()));
     }
+    if let Some(point) = snap.point {
+        item.insert("point".into(), n(point));
+    }
     Ok(item)
+}
+
+/// The point registry item: its revision, and the live points as one JSON attribute
+/// (bounded by `MAX_LIVE_POINTS`, far below the 400 KB an item holds).
+pub fn points_item(scope: &Scope, pk: String, sk: String, points: &Points) -> Result<Item> {
+    let mut item = Item::new();
+    scope_attrs(&mut item, scope, pk, sk, "points");
+    item.insert("rev".into(), n(points.rev));
+    item.insert(
+        "live".into(),
+        s(serde_json::to_string(&points.live).map_err(WorkspaceError::internal)?),
+    );
+    Ok(item)
+}
+
+pub fn points_from(item: &Item) -> Result<Points> {
+    Ok(Points {
+        rev: get_n(item, "rev")?,
+        live: serde_json::from_str(&get_s(item, "live")?).map_err(|_| bad("live"))?,
+    })
 }
 
 /// Part of a snapshot's file list (`files`: a JSON array of some of its files, in path
@@ -303,6 +334,10 @@ pub fn snapshot_from(item: &Item) -> Result<Snapshot> {
         covers: match item.get("covers") {
             Some(v) => v.as_ss().map_err(|_| bad("covers"))?.clone(),
             None => Vec::new(),
+        },
+        point: match item.get("point") {
+            Some(_) => Some(get_n(item, "point")?),
+            None => None,
         },
     })
 }

@@ -62,6 +62,9 @@ pub fn idempotency_sk(key: &str) -> String {
     format!("idem#{key}")
 }
 
+/// Sort key of the workspace's point registry (snapshots and fork bases as points).
+pub const POINTS_SK: &str = "points";
+
 /// Sort key of the workspace's live-file counter.
 pub const COUNT_SK: &str = "count";
 

@@ -30,8 +30,9 @@ async fn each_operation_stays_within_its_call_budget() {
     let path = FilePath::parse("notes/a.md").unwrap();
 
     // The first PUT of a container: the tenant's registered secrets and their epoch (WSR-1:
-    // the body is redacted before it is uploaded), then the body upload and the head read
-    // side by side, then one transaction, which checks the epoch.
+    // the body is redacted before it is uploaded), then the body upload, the head read and
+    // the workspace's point registry side by side, then one transaction, which checks the
+    // epoch and the registry's revision.
     log.reset();
     let v1 = svc
         .put(&who(), put("notes/a.md", "one", None))
@@ -40,6 +41,7 @@ async fn each_operation_stays_within_its_call_budget() {
     assert_eq!(
         log.calls(),
         [
+            "DynamoDB.GetItem",
             "DynamoDB.GetItem",
             "DynamoDB.Query",
             "DynamoDB.TransactWriteItems",
@@ -96,26 +98,33 @@ async fn each_operation_stays_within_its_call_budget() {
     assert_eq!(page.versions.len(), 2);
     assert_eq!(log.calls(), ["DynamoDB.Query"]);
 
-    // SNAPSHOT: one Query for the heads, one conditional UpdateItem per file (side by
-    // side), one PutItem for the record.
+    // SNAPSHOT: a point in history, whatever the number of files: the point registry,
+    // one transaction (the registry's revision and the record), then one page of the
+    // listing for the answer's first files.
     log.reset();
     let snap = svc.create_snapshot(&who()).await.unwrap();
     assert_eq!(
         log.calls(),
-        ["DynamoDB.PutItem", "DynamoDB.Query", "DynamoDB.UpdateItem"]
+        [
+            "DynamoDB.GetItem",
+            "DynamoDB.Query",
+            "DynamoDB.TransactWriteItems"
+        ]
     );
     assert_eq!(log.sequential_depth(), 3);
 
-    // A read through it: the record, the pinned version item, the body.
+    // A read through it: the record, the path's newest version items (the one at the
+    // point is among them), the body.
     log.reset();
     let through = svc.get_in_snapshot(&who(), &snap.id, &path).await.unwrap();
     assert_eq!(through.content, b"two");
     assert_eq!(
         log.calls(),
-        ["DynamoDB.GetItem", "DynamoDB.GetItem", "S3.GetObject"]
+        ["DynamoDB.GetItem", "DynamoDB.Query", "S3.GetObject"]
     );
 
-    // A write to a pinned file costs what any write costs.
+    // A write to a file the snapshot sees costs what any write costs (its transaction
+    // holds the version it supersedes on the new head).
     log.reset();
     svc.put(&who(), put("notes/a.md", "three", None))
         .await

@@ -35,7 +35,8 @@ use std::sync::Arc;
 use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::events::WorkspaceEvent;
 use workspace_core::model::{
-    BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
+    BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Points, Snapshot, SnapshotInfo,
+    VersionRecord,
 };
 use workspace_core::ports::{
     check_batch, BatchOutcome, Bodies, BodyPieces, Commit, CommitOutcome, CommitStore, Expect,
@@ -55,6 +56,8 @@ const IDEMPOTENCY: TableDefinition<&str, &[u8]> = TableDefinition::new("idempote
 const LIVE_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("live_counts");
 const BODIES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("bodies");
 const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");
+/// Each scope's point registry (`SnapshotStore::points`), by the scope's key prefix.
+pub(crate) const POINTS: TableDefinition<&str, &[u8]> = TableDefinition::new("points");
 /// Services' small records (`RecordStore::put_record`): `<scope prefix><kind>/<key>` → JSON.
 pub(crate) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
 pub(crate) const STAGED: TableDefinition<&str, &[u8]> = TableDefinition::new("staged");
@@ -127,6 +130,7 @@ impl EmbeddedStore {
         txn.open_table(BODIES).map_err(db_err)?;
         capabilities::create_tables(&txn)?;
         txn.open_table(SNAPSHOTS).map_err(db_err)?;
+        txn.open_table(POINTS).map_err(db_err)?;
         txn.open_table(RECORDS).map_err(db_err)?;
         changes::create_tables(&txn)?;
         txn.open_table(STAGED).map_err(db_err)?;
@@ -251,6 +255,14 @@ fn refusal_in(
         Some(v) => Some(decode(v.value())?),
         None => None,
     };
+    let points: Option<Points> = {
+        let t = txn.open_table(POINTS).map_err(db_err)?;
+        let found = t.get(prefix.as_str()).map_err(db_err)?;
+        found.map(|v| decode(v.value())).transpose()?
+    };
+    if points.map_or(0, |p| p.rev) != c.points_rev {
+        return Ok(Some(CommitOutcome::PointsMoved));
+    }
     if !c.expect.matches(current.as_ref()) {
         return Ok(Some(CommitOutcome::HeadMoved));
     }
@@ -621,6 +633,50 @@ impl SnapshotStore for EmbeddedStore {
                 page.push(decode::<Snapshot>(v.value())?.info());
             }
             Ok(page)
+        })
+        .await
+    }
+
+    async fn points(&self, scope: &Scope) -> Result<Points> {
+        Ok(self
+            .get_small_json(POINTS, &scope.key_prefix())?
+            .unwrap_or_default())
+    }
+
+    async fn swap_points(
+        &self,
+        scope: &Scope,
+        expect_rev: u64,
+        points: &Points,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<bool> {
+        let prefix = scope.key_prefix();
+        let value = encode(points)?;
+        let record = snapshot
+            .map(|s| Ok::<_, WorkspaceError>((format!("{prefix}{}", s.id), encode(s)?)))
+            .transpose()?;
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            {
+                let mut t = txn.open_table(POINTS).map_err(db_err)?;
+                let current: Option<Points> = {
+                    let found = t.get(prefix.as_str()).map_err(db_err)?;
+                    found.map(|v| decode(v.value())).transpose()?
+                };
+                if current.map_or(0, |p| p.rev) != expect_rev {
+                    return Ok(false);
+                }
+                t.insert(prefix.as_str(), value.as_slice())
+                    .map_err(db_err)?;
+                if let Some((key, record)) = &record {
+                    let mut snaps = txn.open_table(SNAPSHOTS).map_err(db_err)?;
+                    snaps
+                        .insert(key.as_str(), record.as_slice())
+                        .map_err(db_err)?;
+                }
+            }
+            txn.commit().map_err(db_err)?;
+            Ok(true)
         })
         .await
     }

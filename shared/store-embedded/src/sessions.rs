@@ -358,6 +358,7 @@ impl SessionStore for EmbeddedStore {
             n += drain_str(&txn, ARTIFACTS, &prefix)?;
             n += drain_str(&txn, SESSIONS, &prefix)?;
             n += drain_str(&txn, SNAPSHOTS, &prefix)?;
+            n += drain_str(&txn, crate::POINTS, &prefix)?;
             n += drain_str(&txn, crate::RECORDS, &prefix)?;
             n += drain_str(&txn, crate::changes::CHANGES, &prefix)?;
             n += crate::outbox::erase_under(&txn, &prefix)?;
@@ -387,6 +388,7 @@ impl SessionStore for EmbeddedStore {
             n += count_str(db, ARTIFACTS, &prefix)?;
             n += count_str(db, SESSIONS, &prefix)?;
             n += count_str(db, SNAPSHOTS, &prefix)?;
+            n += count_str(db, crate::POINTS, &prefix)?;
             n += count_str(db, crate::RECORDS, &prefix)?;
             n += count_str(db, crate::changes::CHANGES, &prefix)?;
             let txn = db.begin_read().map_err(db_err)?;

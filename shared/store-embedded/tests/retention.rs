@@ -59,6 +59,7 @@ async fn a_commit_past_retention_deletes_the_pruned_bodies_itself() {
         retain_from_seq: 3,
         released: Vec::new(),
         secrets_epoch: None,
+        points_rev: 0,
     };
     assert_eq!(
         store.commit(commit).await.unwrap(),

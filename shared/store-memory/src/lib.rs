@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use workspace_core::changes::{Change, ChangePage, ChangeQuery};
 use workspace_core::events::WorkspaceEvent;
 use workspace_core::model::{
-    BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Snapshot, SnapshotInfo, VersionRecord,
+    BodyRef, Erasure, Head, IdempotencyRecord, Millis, Pin, Points, Snapshot, SnapshotInfo,
+    VersionRecord,
 };
 use workspace_core::secrets::{SecretRecord, SecretStore};
 use workspace_core::{FilePath, PathPrefix, Result, Scope, TenantId, WorkspaceError};
@@ -32,6 +33,8 @@ struct ScopeState {
     /// The change log, by change key.
     changes: std::collections::BTreeMap<String, Change>,
     live: u64,
+    /// The point registry (`SnapshotStore::points`).
+    points: Points,
 }
 
 impl ScopeState {
@@ -43,6 +46,7 @@ impl ScopeState {
             + self.snapshots.len()
             + self.records.len()
             + self.changes.len()
+            + usize::from(self.points.rev > 0)
     }
 }
 
@@ -300,6 +304,38 @@ impl SnapshotStore for MemoryMeta {
             .is_some_and(|s| s.snapshots.remove(id).is_some()))
     }
 
+    async fn points(&self, scope: &Scope) -> Result<Points> {
+        Ok(self
+            .lock()?
+            .get(scope)
+            .map(|s| s.points.clone())
+            .unwrap_or_default())
+    }
+
+    async fn swap_points(
+        &self,
+        scope: &Scope,
+        expect_rev: u64,
+        points: &Points,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<bool> {
+        let mut guard = self.lock()?;
+        let state = guard.entry(scope.clone()).or_default();
+        if state.points.rev != expect_rev {
+            return Ok(false);
+        }
+        state.points = points.clone();
+        if let Some(snapshot) = snapshot {
+            state
+                .snapshots
+                .retain(|_, s| s.expires_at > snapshot.created_at);
+            state
+                .snapshots
+                .insert(snapshot.id.clone(), snapshot.clone());
+        }
+        Ok(true)
+    }
+
     async fn list_snapshots(
         &self,
         scope: &Scope,
@@ -360,6 +396,9 @@ impl ScopeItemStore for MemoryMeta {
 /// Why `c` is refused in `state`, where the scope holds `live` files (the commits before
 /// it in its batch counted); `None` when it applies.
 fn refusal(state: &ScopeState, c: &Commit, live: u64) -> Option<CommitOutcome> {
+    if c.points_rev != state.points.rev {
+        return Some(CommitOutcome::PointsMoved);
+    }
     if !c.expect.matches(state.heads.get(c.path.as_str())) {
         return Some(CommitOutcome::HeadMoved);
     }

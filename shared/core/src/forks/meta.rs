@@ -19,7 +19,8 @@
 use super::{ForkRecord, FORK_RECORD_KEY, FORK_RECORD_KIND};
 use crate::error::{Result, WorkspaceError};
 use crate::model::{
-    Erasure, Head, IdempotencyRecord, Pin, Snapshot, SnapshotFile, SnapshotInfo, VersionRecord,
+    Erasure, Head, IdempotencyRecord, Pin, Points, Snapshot, SnapshotFile, SnapshotInfo,
+    VersionRecord,
 };
 use crate::path::{FilePath, PathPrefix};
 use crate::ports::{
@@ -84,6 +85,7 @@ pub(crate) fn inherited_head(f: &SnapshotFile) -> Head {
         pins: Vec::new(),
         pin_rev: INHERITED_PIN_REV,
         principal: String::new(),
+        point: 0,
     }
 }
 
@@ -457,6 +459,22 @@ impl SnapshotStore for ForkAwareMeta {
 
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
         self.inner.delete_snapshot(scope, id).await
+    }
+
+    async fn points(&self, scope: &Scope) -> Result<Points> {
+        self.inner.points(scope).await
+    }
+
+    async fn swap_points(
+        &self,
+        scope: &Scope,
+        expect_rev: u64,
+        points: &Points,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<bool> {
+        self.inner
+            .swap_points(scope, expect_rev, points, snapshot)
+            .await
     }
 
     async fn list_snapshots(

@@ -10,7 +10,7 @@ use super::{
 use crate::changes::{ChangePage, ChangeQuery};
 use crate::error::{Result, WorkspaceError};
 use crate::model::{
-    BodyRef, Erasure, Head, IdempotencyRecord, Pin, Snapshot, SnapshotInfo, VersionRecord,
+    BodyRef, Erasure, Head, IdempotencyRecord, Pin, Points, Snapshot, SnapshotInfo, VersionRecord,
 };
 use crate::path::{FilePath, PathPrefix};
 use crate::scope::Scope;
@@ -213,6 +213,22 @@ impl SnapshotStore for MetaPorts {
 
     async fn delete_snapshot(&self, scope: &Scope, id: &str) -> Result<bool> {
         self.snapshots.delete_snapshot(scope, id).await
+    }
+
+    async fn points(&self, scope: &Scope) -> Result<Points> {
+        self.snapshots.points(scope).await
+    }
+
+    async fn swap_points(
+        &self,
+        scope: &Scope,
+        expect_rev: u64,
+        points: &Points,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<bool> {
+        self.snapshots
+            .swap_points(scope, expect_rev, points, snapshot)
+            .await
     }
 
     async fn list_snapshots(

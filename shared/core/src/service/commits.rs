@@ -285,6 +285,7 @@ impl WorkspaceService {
             for c in changes.iter() {
                 heads.push(self.meta.head(&who.scope, &c.path).await?);
             }
+            let points = self.points_for_commit(&who.scope).await?;
             let mut commits = Vec::with_capacity(changes.len());
             let mut metas: Vec<Option<FileMeta>> = Vec::with_capacity(changes.len());
             for (c, head) in changes.iter().zip(&heads) {
@@ -315,7 +316,7 @@ impl WorkspaceService {
                                 secrets: p.secrets.clone(),
                                 merge: None,
                             },
-                            now,
+                            (now, &points),
                         );
                         commits.push(commit);
                         metas.push(Some(meta));
@@ -330,7 +331,7 @@ impl WorkspaceService {
                                 head,
                             )
                         })?;
-                        commits.push(self.delete_commit(who, &c.path, h, now, None));
+                        commits.push(self.delete_commit(who, &c.path, h, (now, &points), None));
                         metas.push(None);
                     }
                 }
@@ -389,6 +390,7 @@ impl WorkspaceService {
                     let path = &records[index].0;
                     match outcome {
                         CommitOutcome::HeadMoved => continue,
+                        CommitOutcome::PointsMoved => self.forget_points(&who.scope),
                         CommitOutcome::SecretsMoved => return Ok(None),
                         CommitOutcome::KeyUsed(rec) => return Err(Replay(rec)),
                         CommitOutcome::TooManyFiles => {

@@ -62,7 +62,8 @@ impl WorkspaceService {
         if let Some(by) = &item.erased {
             return Err(erased(path, n, by));
         }
-        let holders = self.snapshots_holding(scope, path, seq).await?;
+        let mut holders = self.snapshots_holding(scope, path, seq).await?;
+        holders.extend(self.points_holding(scope, &h, seq).await?);
         if !holders.is_empty() && !force {
             return Err(conflict(
                 format!(
@@ -125,6 +126,29 @@ impl WorkspaceService {
                 return Ok(out);
             }
         }
+    }
+
+    /// Ids of the live points (snapshots and fork bases taken as points) that read item
+    /// `seq` of the file `h` is the head of: those its hold names (`points.rs`). Their
+    /// reads of it are 410 once the item is erased; nothing in them needs marking.
+    async fn points_holding(&self, scope: &Scope, h: &Head, seq: u64) -> Result<Vec<String>> {
+        let spans: Vec<(u64, u64)> = h
+            .pins
+            .iter()
+            .filter(|p| p.seq == seq)
+            .filter_map(|p| p.span)
+            .collect();
+        if spans.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.clock.now_ms();
+        let points = self.meta.points(scope).await?;
+        Ok(points
+            .live
+            .into_iter()
+            .filter(|p| p.until > now && spans.iter().any(|(a, b)| p.rev >= *a && p.rev < *b))
+            .map(|p| p.id)
+            .collect())
     }
 
     async fn mark_erased_in_snapshot(

@@ -449,6 +449,7 @@ impl WorkspaceService {
                 pins: Vec::new(),
                 pin_rev: 0,
                 principal: item.principal.clone(),
+                point: item.point,
             };
             super::pins::pin_file(
                 self.meta.clone(),
@@ -477,6 +478,7 @@ impl WorkspaceService {
             label: options.label,
             keep: false,
             covers: Vec::new(),
+            point: None,
         };
         self.meta.put_snapshot(scope, &base).await
     }

@@ -52,6 +52,7 @@ mod forks;
 mod history;
 mod local_urls;
 mod pins;
+mod points;
 mod read;
 mod restore;
 mod runs;
@@ -74,7 +75,7 @@ pub use runs::{RunPage, MAX_RUNS_PAGE, MAX_WORKFLOW_ID_LEN, RUN_ID_PREFIX};
 pub use search::{IndexRefresher, IndexReport, SearchHit, SearchPage, SearchRequest, SearchWiring};
 pub use snapshots::{
     SnapshotOptions, DEFAULT_SNAPSHOT_TTL_MS, MAX_SNAPSHOTS_PAGE, MAX_SNAPSHOT_RECORD_BYTES,
-    SNAPSHOT_ID_PREFIX,
+    SNAPSHOT_ANSWER_FILES, SNAPSHOT_ID_PREFIX,
 };
 pub use uploads::{
     UploadCommit, UploadRequest, UploadTicket, COMMIT_WINDOW_MS, DEFAULT_UPLOAD_URL_SECONDS,
@@ -137,6 +138,9 @@ pub struct WorkspaceService {
     /// store keeps one (every commit checks the epoch, so a stale entry is never used).
     secrets_cache:
         std::sync::Mutex<std::collections::HashMap<TenantId, (Vec<RegisteredSecret>, u64)>>,
+    /// Scopes' point registries kept between commits (`points.rs`; every commit checks the
+    /// revision, so a stale entry is never used).
+    points_cache: std::sync::Mutex<std::collections::HashMap<Scope, crate::model::Points>>,
     /// Where the memory tool's `/memories` lives in the workspace (`crate::memory`).
     memory_prefix: String,
     /// The text indexes `search` answers from (`crate::search`), where configured.
@@ -295,6 +299,7 @@ impl WorkspaceService {
             upload_url_seconds: DEFAULT_UPLOAD_URL_SECONDS,
             token_key: crate::sessions::token::TokenKey::random(),
             secrets_cache: std::sync::Mutex::default(),
+            points_cache: std::sync::Mutex::default(),
             memory_prefix: crate::memory::DEFAULT_MEMORY_PREFIX.to_owned(),
             search: None,
             index_refresh_queue: None,
@@ -428,18 +433,27 @@ impl WorkspaceService {
         .oldest_kept(seq)
     }
 
-    /// The pins a commit that writes item `seq` carries forward, and the seqs it releases.
-    /// A pin whose snapshot ended (expired, or deleted: its `until` is set to 0) is dropped;
-    /// the item it held is released when it is below the retention window and no live
-    /// pin holds it. At most [`MAX_RELEASED_PER_COMMIT`] are released at once; the rest
-    /// keep their ended pins until a later commit.
-    fn carry_pins(&self, head: Option<&Head>, seq: u64, now: Millis) -> (Vec<Pin>, Vec<u64>) {
+    /// The pins a commit planned under `points` that writes item `seq` over `head`
+    /// carries forward, and the seqs it releases. It holds the version it supersedes while
+    /// a live point can read it (`points::hold_for`) and recomputes its earlier holds
+    /// from the registry. A pin that ended (its snapshot expired or was deleted) is
+    /// dropped; the item it held is released when it is below the retention window and no
+    /// live pin holds it. At most [`MAX_RELEASED_PER_COMMIT`] are released at once; the
+    /// rest keep their ended pins until a later commit.
+    fn carry_pins(
+        &self,
+        head: Option<&Head>,
+        seq: u64,
+        now: Millis,
+        points: &crate::model::Points,
+    ) -> (Vec<Pin>, Vec<u64>) {
         let Some(h) = head else {
             return (Vec::new(), Vec::new());
         };
         let retain_from = self.retain_from(seq);
-        let (live, ended): (Vec<Pin>, Vec<Pin>) =
-            h.pins.iter().cloned().partition(|p| p.until > now);
+        let mut pins = points::refresh_holds(&h.pins, points, now);
+        pins.extend(points::hold_for(points, h, now));
+        let (live, ended): (Vec<Pin>, Vec<Pin>) = pins.into_iter().partition(|p| p.until > now);
         let mut kept = live.clone();
         let mut released: Vec<u64> = Vec::new();
         for pin in ended {
@@ -488,12 +502,15 @@ impl WorkspaceService {
         content_type: &str,
     ) -> Result<(BodyRef, Option<Head>)> {
         let key = Self::body_key(scope, path);
-        let (body, head) = tokio::join!(
+        // The point registry too, where this process has not kept it yet (the commit
+        // plans under it), so a first write waits for no extra round trip.
+        let (body, head, points) = tokio::join!(
             self.bodies.put(&key, bytes, content_type),
-            self.meta.head(scope, path)
+            self.meta.head(scope, path),
+            self.points_for_commit(scope)
         );
         let body = body?;
-        match head {
+        match head.and_then(|h| points.map(|_| h)) {
             Ok(head) => Ok((body, head)),
             Err(e) => {
                 self.discard_body(&body).await;

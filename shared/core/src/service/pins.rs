@@ -71,6 +71,7 @@ pub(super) async fn pin_file(
             seq: listed.seq,
             snapshot: id.clone(),
             until,
+            span: None,
         });
         let must_exist = (h.seq != listed.seq).then_some(listed.seq);
         if meta
@@ -148,6 +149,7 @@ mod tests {
             pins,
             pin_rev: 0,
             principal: String::new(),
+            point: 0,
         }
     }
 
@@ -156,6 +158,7 @@ mod tests {
             seq,
             snapshot: snapshot.into(),
             until,
+            span: None,
         }
     }
 

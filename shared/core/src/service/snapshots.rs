@@ -33,6 +33,9 @@ const MAX_PINS_PER_FILE: usize = 100;
 pub const MAX_SNAPSHOT_RECORD_BYTES: usize = 350_000;
 /// Files pinned side by side.
 const PIN_CONCURRENCY: usize = 16;
+/// Files a snapshot's creation answers with at most (the first, in path order); one more
+/// in what the service returns tells the caller that more follow.
+pub const SNAPSHOT_ANSWER_FILES: usize = 100;
 /// Largest page of a snapshot listing, and its default.
 pub const MAX_SNAPSHOTS_PAGE: usize = 100;
 
@@ -181,6 +184,41 @@ impl WorkspaceService {
         let scope = &who.scope;
         let now = self.clock.now_ms();
         let until = now.saturating_add(options.ttl_ms.unwrap_or(self.snapshot_ttl_ms));
+        if !options.keep && !options.fork_base {
+            // A point in history: one registry swap with the record, whatever the files.
+            let mut covers = who.paths.readable_globs();
+            covers.sort();
+            let snapshot = Snapshot {
+                id,
+                created_at: now,
+                expires_at: until,
+                files: Vec::new(),
+                principal: workflow_id.as_ref().map(|_| who.principal.clone()),
+                workflow_id,
+                label: options.label,
+                keep: false,
+                covers,
+                point: None,
+            };
+            let mut taken = self.take_point(scope, snapshot).await?;
+            // The answer shows the first files as the point holds them (one page of the
+            // listing, however many there are: `GET` lists them all).
+            let covers = super::points::snapshot_covers(&taken)?;
+            let keep = |p: &str| covers.as_ref().is_none_or(|c| c.can_read(p));
+            let rev = taken.point.unwrap_or_default();
+            let (files, _) = self
+                .list_at(
+                    scope,
+                    rev,
+                    &PathPrefix::default(),
+                    None,
+                    SNAPSHOT_ANSWER_FILES + 1,
+                    &keep,
+                )
+                .await?;
+            taken.files = files;
+            return Ok(taken);
+        }
         let file_of = if options.fork_base {
             base_file
         } else {
@@ -308,6 +346,7 @@ impl WorkspaceService {
             label: options.label,
             keep: options.keep,
             covers,
+            point: None,
         };
         if let Err(e) = self.meta.put_snapshot(scope, &snapshot).await {
             self.drop_copies(&snapshot.files).await;
@@ -370,9 +409,18 @@ impl WorkspaceService {
         Ok(snapshot)
     }
 
-    /// A live snapshot record, whole (for the service's own use: never answered as is to a
-    /// path-scoped caller).
+    /// A live snapshot record, whole, with every file (a point's read at its point: for
+    /// the service's own use, never answered as is to a path-scoped caller).
     pub(super) async fn snapshot_record(&self, scope: &Scope, id: &str) -> Result<Snapshot> {
+        let mut snapshot = self.snapshot_header(scope, id).await?;
+        if snapshot.point.is_some() {
+            snapshot.files = self.files_at(scope, &snapshot).await?;
+        }
+        Ok(snapshot)
+    }
+
+    /// A live snapshot record as stored (a point's without its files).
+    pub(super) async fn snapshot_header(&self, scope: &Scope, id: &str) -> Result<Snapshot> {
         check_id(id)?;
         match self.meta.snapshot(scope, id).await? {
             Some(s) if s.expires_at > self.clock.now_ms() => Ok(s),
@@ -383,7 +431,7 @@ impl WorkspaceService {
     /// Deletes a snapshot: reads through it are 404 at once, and the versions only it held
     /// are released by the next commit to each path.
     pub async fn delete_snapshot(&self, who: &Identity, id: &str) -> Result<()> {
-        let snapshot = self.snapshot_record(&who.scope, id).await?;
+        let snapshot = self.snapshot_header(&who.scope, id).await?;
         // A path-scoped key deletes only what it could have taken itself: a snapshot taken
         // through globs it holds too. Decided on the record's globs, never on its files,
         // so the answer says nothing about paths the key cannot see.
@@ -396,6 +444,16 @@ impl WorkspaceService {
                  paths ({}) may delete only snapshots taken through its own globs",
                 own.join(", ")
             )));
+        }
+        if snapshot.point.is_some() {
+            // The point ends first: the record gone and the point still live would only
+            // hold versions a little longer; the other way round, a read could find the
+            // record with what it saw already released.
+            self.end_point(&who.scope, id).await?;
+            if !self.meta.delete_snapshot(&who.scope, id).await? {
+                return Err(unknown(id));
+            }
+            return Ok(());
         }
         if !self.meta.delete_snapshot(&who.scope, id).await? {
             return Err(unknown(id));
@@ -437,6 +495,24 @@ impl WorkspaceService {
         after: Option<&FilePath>,
     ) -> Result<FilePage> {
         let limit = list_limit(limit)?;
+        let header = self.snapshot_header(&who.scope, id).await?;
+        if let Some(rev) = header.point {
+            let covers = super::points::snapshot_covers(&header)?;
+            let keep =
+                |p: &str| who.paths.can_read(p) && covers.as_ref().is_none_or(|c| c.can_read(p));
+            let (files, more) = self
+                .list_at(&who.scope, rev, prefix, after, limit, &keep)
+                .await?;
+            let next_after = if more {
+                files.last().and_then(|f| FilePath::parse(&f.path).ok())
+            } else {
+                None
+            };
+            return Ok(FilePage {
+                files: files.iter().map(SnapshotFile::meta).collect(),
+                next_after,
+            });
+        }
         let snapshot = self.get_snapshot(who, id).await?;
         let mut rows: Vec<&SnapshotFile> = snapshot
             .files
@@ -487,12 +563,26 @@ impl WorkspaceService {
     ) -> Result<FileRead> {
         who.paths.check_read(path)?;
         let scope = &who.scope;
-        let snapshot = self.get_snapshot(who, id).await?;
-        let file = snapshot
-            .files
-            .iter()
-            .find(|f| f.path == path.as_str())
-            .ok_or_else(|| WorkspaceError::not_found(format!("{path} is not in snapshot {id}")))?;
+        let not_in = || WorkspaceError::not_found(format!("{path} is not in snapshot {id}"));
+        let header = self.snapshot_header(scope, id).await?;
+        let found;
+        let file = match header.point {
+            Some(rev) => {
+                let covered = super::points::snapshot_covers(&header)?
+                    .is_none_or(|c| c.can_read(path.as_str()));
+                found = if covered {
+                    self.file_at(scope, path, rev).await?
+                } else {
+                    None
+                };
+                found.as_ref().ok_or_else(not_in)?
+            }
+            None => header
+                .files
+                .iter()
+                .find(|f| f.path == path.as_str())
+                .ok_or_else(not_in)?,
+        };
         let body = self.snapshot_body(scope, id, file).await?;
         self.deliver(file.meta(), &body, allow_download)
             .await?
@@ -505,6 +595,10 @@ impl WorkspaceService {
         super::erase::check_not_erased(file, id)?;
         if let Some(kept) = &file.kept {
             return Ok(kept.clone());
+        }
+        if let Some(body) = &file.body {
+            // Read at a point (or a fork base's file): the version's own body.
+            return Ok(body.clone());
         }
         let path = FilePath::parse(&file.path)?;
         self.meta

@@ -2,6 +2,7 @@
 //! compare-and-swap commit loop described in the module root.
 
 use super::*;
+use crate::model::Points;
 
 enum PutOutcome {
     Stored(FileMeta),
@@ -43,7 +44,7 @@ impl WorkspaceService {
         head: Option<&Head>,
         lineage: Option<String>,
         new: NewContent<'_>,
-        now: Millis,
+        (now, points): (Millis, &Points),
     ) -> (Commit, FileMeta) {
         let live_head = head.filter(|h| h.is_live());
         let (lineage, version) = match live_head {
@@ -51,7 +52,7 @@ impl WorkspaceService {
             None => (lineage.unwrap_or_else(|| self.ids.new_id()), 1),
         };
         let seq = head.map_or(1, |h| h.seq + 1);
-        let (pins, released) = self.carry_pins(head, seq, now);
+        let (pins, released) = self.carry_pins(head, seq, now, points);
         let pin_rev = head.map_or(0, |h| h.pin_rev);
         let etag = make_etag(&lineage, version, new.sha);
         let meta = FileMeta {
@@ -79,6 +80,7 @@ impl WorkspaceService {
             pins,
             pin_rev,
             principal: who.principal.clone(),
+            point: points.rev,
         };
         let commit = Commit {
             scope: who.scope.clone(),
@@ -93,6 +95,7 @@ impl WorkspaceService {
             retain_from_seq: self.retain_from(seq),
             released,
             secrets_epoch: new.secrets,
+            points_rev: points.rev,
         };
         (commit, meta)
     }
@@ -104,12 +107,12 @@ impl WorkspaceService {
         who: &Identity,
         path: &FilePath,
         h: &Head,
-        now: Millis,
+        (now, points): (Millis, &Points),
         merge: Option<&MergeOrigin>,
     ) -> Commit {
         let seq = h.seq + 1;
         let version = h.version + 1;
-        let (pins, released) = self.carry_pins(Some(h), seq, now);
+        let (pins, released) = self.carry_pins(Some(h), seq, now, points);
         let etag = make_etag(&h.lineage, version, "deleted");
         let tombstone = Head {
             version,
@@ -122,6 +125,7 @@ impl WorkspaceService {
             sha256: String::new(),
             pins,
             principal: who.principal.clone(),
+            point: points.rev,
             ..h.clone()
         };
         Commit {
@@ -138,6 +142,7 @@ impl WorkspaceService {
             released,
             // A tombstone stores no content: nothing to redact.
             secrets_epoch: None,
+            points_rev: points.rev,
         }
     }
 }
@@ -352,7 +357,7 @@ impl WorkspaceService {
                 }
             }
             check_if_match(req.if_match.as_deref(), &head)?;
-
+            let points = self.points_for_commit(&who.scope).await?;
             let (mut commit, meta) = self.put_commit(
                 who,
                 path,
@@ -366,7 +371,7 @@ impl WorkspaceService {
                     secrets: secrets.clone(),
                     merge: req.merge.clone(),
                 },
-                now,
+                (now, &points),
             );
             commit.idempotency = req.idempotency_key.as_ref().map(|key| IdempotencyRecord {
                 key: key.clone(),
@@ -382,6 +387,7 @@ impl WorkspaceService {
                 }
                 CommitOutcome::SecretsMoved => return Ok(PutOutcome::SecretsMoved),
                 CommitOutcome::HeadMoved => continue,
+                CommitOutcome::PointsMoved => self.forget_points(&who.scope),
                 CommitOutcome::TooManyFiles => {
                     return Err(WorkspaceError::TooLarge {
                         message: format!(
@@ -427,7 +433,8 @@ impl WorkspaceService {
                 return Err(WorkspaceError::not_found(format!("no file at {path}")));
             };
             check_if_match(if_match, &head)?;
-            let commit = self.delete_commit(who, path, h, self.clock.now_ms(), merge);
+            let points = self.points_for_commit(&who.scope).await?;
+            let commit = self.delete_commit(who, path, h, (self.clock.now_ms(), &points), merge);
             let record = commit.version.clone();
             match self.meta.commit(commit).await? {
                 CommitOutcome::Committed { pruned } => {
@@ -435,6 +442,7 @@ impl WorkspaceService {
                     return Ok(());
                 }
                 CommitOutcome::HeadMoved => continue,
+                CommitOutcome::PointsMoved => self.forget_points(&who.scope),
                 other => {
                     return Err(WorkspaceError::internal(format!(
                         "unexpected commit outcome for a delete: {other:?}"

@@ -114,9 +114,10 @@ impl WorkspaceService {
                 .map_err(nothing_applied)?;
             let fits = {
                 let now = self.clock.now_ms();
+                let points = self.points_for_commit(&who.scope).await?;
                 let mut commits = Vec::with_capacity(planned.len());
                 for (p, h) in planned.iter().zip(&heads) {
-                    commits.push(self.commit_of(who, p, h.as_ref(), origin, now)?);
+                    commits.push(self.commit_of(who, p, h.as_ref(), origin, (now, &points))?);
                 }
                 self.meta.fits_one_commit(&commits)
             };
@@ -248,7 +249,9 @@ impl WorkspaceService {
         let mut lines = Vec::with_capacity(n);
         let mut start = 0;
         while start < n {
-            let end = self.batch_end(who, &plan.changes, &heads, start, &origin)?;
+            let end = self
+                .batch_end(who, &plan.changes, &heads, start, &origin)
+                .await?;
             let mut rounds = 0;
             loop {
                 let batch = &plan.changes[start..end];
@@ -305,7 +308,7 @@ impl WorkspaceService {
     }
 
     /// The end of the batch that starts at `start`: as many changes as one commit takes.
-    fn batch_end(
+    async fn batch_end(
         &self,
         who: &Identity,
         changes: &[Planned],
@@ -314,11 +317,18 @@ impl WorkspaceService {
         origin: &MergeOrigin,
     ) -> Result<usize> {
         let now = self.clock.now_ms();
+        let points = self.points_for_commit(&who.scope).await?;
         let mut commits = Vec::new();
         for (p, h) in changes.iter().zip(heads).skip(start) {
             // A change already applied (or not applicable) weighs nothing.
             if matches!(progress(p, h.as_ref()), Progress::Pending) {
-                commits.push(Some(self.commit_of(who, p, h.as_ref(), origin, now)?));
+                commits.push(Some(self.commit_of(
+                    who,
+                    p,
+                    h.as_ref(),
+                    origin,
+                    (now, &points),
+                )?));
             } else {
                 commits.push(None);
             }
@@ -468,7 +478,7 @@ impl WorkspaceService {
         p: &Planned,
         head: Option<&Head>,
         origin: &MergeOrigin,
-        now: Millis,
+        at: (Millis, &crate::model::Points),
     ) -> Result<Commit> {
         let path = FilePath::parse(&p.path)?;
         Ok(match &p.put {
@@ -489,7 +499,7 @@ impl WorkspaceService {
                         }),
                         merge: Some(origin.clone()),
                     },
-                    now,
+                    at,
                 )
                 .0
             }
@@ -497,7 +507,7 @@ impl WorkspaceService {
                 let h = head
                     .filter(|h| h.is_live())
                     .ok_or_else(|| moved(&p.path, head))?;
-                self.delete_commit(who, &path, h, now, Some(origin))
+                self.delete_commit(who, &path, h, at, Some(origin))
             }
         })
     }
@@ -532,9 +542,16 @@ impl WorkspaceService {
             }
             // Deletions first: a quota check of a new file counts them gone.
             todo.sort_by_key(|&i| changes[i].put.is_some());
+            let points = self.points_for_commit(&who.scope).await?;
             let mut commits = Vec::with_capacity(todo.len());
             for &i in &todo {
-                commits.push(self.commit_of(who, &changes[i], heads[i].as_ref(), origin, now)?);
+                commits.push(self.commit_of(
+                    who,
+                    &changes[i],
+                    heads[i].as_ref(),
+                    origin,
+                    (now, &points),
+                )?);
             }
             let records: Vec<(FilePath, VersionRecord)> = commits
                 .iter()
@@ -550,6 +567,7 @@ impl WorkspaceService {
                 }
                 BatchOutcome::Refused { outcome, .. } => match outcome {
                     CommitOutcome::HeadMoved => heads = self.heads_of(who, changes).await?,
+                    CommitOutcome::PointsMoved => self.forget_points(&who.scope),
                     CommitOutcome::SecretsMoved => return Ok(Committed::SecretsMoved),
                     CommitOutcome::TooManyFiles => {
                         return Err(WorkspaceError::TooLarge {
