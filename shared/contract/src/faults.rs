@@ -267,10 +267,10 @@ impl SnapshotStore for FaultyMeta {
         s: &Scope,
         expect_rev: u64,
         points: &workspace_core::model::Points,
-        snapshot: Option<&Snapshot>,
+        with: workspace_core::ports::PointRecords<'_>,
     ) -> Result<bool> {
         self.1
-            .step(self.0.swap_points(s, expect_rev, points, snapshot))
+            .step(self.0.swap_points(s, expect_rev, points, with))
             .await
     }
 

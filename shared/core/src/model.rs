@@ -181,6 +181,42 @@ pub struct SnapshotFile {
 }
 
 impl SnapshotFile {
+    /// Version item `v` of `path` as a snapshot's file (what a read at a point finds).
+    pub fn of_version(path: &str, v: &VersionRecord) -> Self {
+        Self {
+            path: path.to_owned(),
+            version: v.version,
+            seq: v.seq,
+            etag: v.etag.clone(),
+            size: v.size,
+            content_type: v.content_type.clone(),
+            updated_at: v.updated_at,
+            sha256: v.sha256.clone(),
+            kept: None,
+            erased: v.erased.is_some(),
+            lineage: v.lineage.clone(),
+            body: v.body.clone(),
+        }
+    }
+
+    /// A live head as a snapshot's file.
+    pub fn of_head(h: &Head) -> Self {
+        Self {
+            path: h.path.clone(),
+            version: h.version,
+            seq: h.seq,
+            etag: h.etag.clone(),
+            size: h.size,
+            content_type: h.content_type.clone(),
+            updated_at: h.updated_at,
+            sha256: h.sha256.clone(),
+            kept: None,
+            erased: false,
+            lineage: h.lineage.clone(),
+            body: h.body.clone(),
+        }
+    }
+
     pub fn meta(&self) -> FileMeta {
         FileMeta {
             path: self.path.clone(),

@@ -83,6 +83,24 @@ pub struct Commit {
     pub points_rev: u64,
 }
 
+/// What [`SnapshotStore::swap_points`] stores with the registry: the point's snapshot
+/// record (in the registry's scope), and a record of [`RecordStore::put_record`] (a fork's,
+/// in the fork's scope).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PointRecords<'a> {
+    pub snapshot: Option<&'a Snapshot>,
+    pub record: Option<ScopedRecord<'a>>,
+}
+
+/// A [`StoredRecord`] with where it goes.
+#[derive(Debug, Clone, Copy)]
+pub struct ScopedRecord<'a> {
+    pub scope: &'a Scope,
+    pub kind: &'a str,
+    pub key: &'a str,
+    pub record: &'a StoredRecord,
+}
+
 /// What [`CommitStore::commit_many`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchOutcome {
@@ -290,14 +308,15 @@ pub trait SnapshotStore: Send + Sync {
     /// when none was ever taken).
     async fn points(&self, scope: &Scope) -> Result<Points>;
     /// Replaces the point registry with `points` if its revision is still `expect_rev`,
-    /// storing `snapshot` (when given) in the same atomic step: a point and its record
-    /// appear together or not at all. `false` when the registry moved; nothing changed.
+    /// storing `with.snapshot` and `with.record` (when given) in the same atomic step: a
+    /// point, its snapshot record and its fork's record appear together or not at all.
+    /// `false` when the registry moved; nothing changed.
     async fn swap_points(
         &self,
         scope: &Scope,
         expect_rev: u64,
         points: &Points,
-        snapshot: Option<&Snapshot>,
+        with: PointRecords<'_>,
     ) -> Result<bool>;
     /// Snapshot records of the scope whose ids start with `id_prefix`, in descending id
     /// order, only ids below `before` when given, `limit` at most; expired or not (the

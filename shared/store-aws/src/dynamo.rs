@@ -750,10 +750,9 @@ impl SnapshotStore for DynamoMeta {
         scope: &Scope,
         expect_rev: u64,
         points: &Points,
-        snapshot: Option<&Snapshot>,
+        with: workspace_core::ports::PointRecords<'_>,
     ) -> Result<bool> {
-        self.swap_points_item(scope, expect_rev, points, snapshot)
-            .await
+        self.swap_points_item(scope, expect_rev, points, with).await
     }
 
     async fn list_snapshots(

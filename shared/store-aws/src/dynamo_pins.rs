@@ -78,7 +78,7 @@ impl DynamoMeta {
         scope: &Scope,
         expect_rev: u64,
         points: &Points,
-        snapshot: Option<&Snapshot>,
+        with: workspace_core::ports::PointRecords<'_>,
     ) -> Result<bool> {
         let pk = layout::partition(scope);
         let item = items::points_item(scope, pk.clone(), layout::POINTS_SK.to_owned(), points)?;
@@ -92,11 +92,20 @@ impl DynamoMeta {
         let mut ops = vec![TransactWriteItem::builder()
             .put(put.build().map_err(aws_err)?)
             .build()];
-        if let Some(snap) = snapshot {
+        if let Some(snap) = with.snapshot {
             let record = items::snapshot_item(scope, pk, layout::snapshot_sk(&snap.id), snap)?;
             let record = Put::builder()
                 .table_name(&self.table)
                 .set_item(Some(record))
+                .build()
+                .map_err(aws_err)?;
+            ops.push(TransactWriteItem::builder().put(record).build());
+        }
+        if let Some(r) = with.record {
+            let item = items::record_item(r.scope, r.kind, r.key, r.record);
+            let record = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
                 .build()
                 .map_err(aws_err)?;
             ops.push(TransactWriteItem::builder().put(record).build());
@@ -409,11 +418,7 @@ impl DynamoMeta {
         self.client
             .put_item()
             .table_name(&self.table)
-            .item("pk", s(layout::partition(scope)))
-            .item("sk", s(layout::record_sk(kind, key)))
-            .item("value", s(&record.value))
-            .item("expiresAtMs", items::n(record.expires_at))
-            .item("expiresAt", items::n(record.expires_at / 1000 + 1))
+            .set_item(Some(items::record_item(scope, kind, key, record)))
             .send()
             .await
             .map_err(aws_err)?;

@@ -8,6 +8,7 @@ use workspace_core::model::{
     BodyRef, Erasure, Head, IdempotencyRecord, MergeOrigin, Pin, Points, Snapshot, SnapshotInfo,
     VersionRecord,
 };
+use workspace_core::ports::StoredRecord;
 use workspace_core::{Result, Scope, WorkspaceError};
 
 pub type Item = HashMap<String, AttributeValue>;
@@ -260,6 +261,17 @@ pub fn snapshot_item(scope: &Scope, pk: String, sk: String, snap: &Snapshot) -> 
         item.insert("point".into(), n(point));
     }
     Ok(item)
+}
+
+/// A service's small record (`RecordStore::put_record`), with its TTL.
+pub fn record_item(scope: &Scope, kind: &str, key: &str, record: &StoredRecord) -> Item {
+    let mut item = Item::new();
+    item.insert("pk".into(), s(crate::layout::partition(scope)));
+    item.insert("sk".into(), s(crate::layout::record_sk(kind, key)));
+    item.insert("value".into(), s(&record.value));
+    item.insert("expiresAtMs".into(), n(record.expires_at));
+    item.insert("expiresAt".into(), n(record.expires_at / 1000 + 1));
+    item
 }
 
 /// The point registry item: its revision, and the live points as one JSON attribute

@@ -1,9 +1,10 @@
-//! AWS calls of fork creation and of a merge, counted on the emulator with an SDK
-//! interceptor: creating a fork copies no body (no S3 call) and costs one pin per live file
-//! of the parent; a merge's cost grows by a fixed number of calls per merged file.
+//! AWS calls of snapshots, forks, diffs and merges, counted on the emulator with an SDK
+//! interceptor: a snapshot or a fork is a point in history (a constant number of calls
+//! whatever the number of files, no S3 call), and a fork's diff and merge cost what changed
+//! (the same calls in a workspace of 100 files as in one of 10,000).
 
 use workspace_core::forks::three_way::Strategy;
-use workspace_core::ports::{HeadStore, HistoryStore, SnapshotStore, SystemClock};
+use workspace_core::ports::{HeadStore, HistoryStore, SystemClock};
 use workspace_core::service::{ForkRequest, MergeOutcome, MergeRequest};
 use workspace_core::{FilePath, Identity, Limits, PutRequest, Scope};
 use workspace_store_aws::calls::CallLog;
@@ -18,144 +19,209 @@ fn put(path: &str, content: &str) -> PutRequest {
     }
 }
 
-fn count(calls: &[String], name: &str) -> usize {
-    calls.iter().filter(|c| c.as_str() == name).count()
+fn parent() -> Identity {
+    Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice")
 }
 
-/// Calls of (fork creation, a merge of `n` changed files) in a workspace of `n` files.
-async fn measure(n: usize) -> (Vec<String>, Vec<String>) {
-    measure_with(n, None).await
-}
-
-/// [`measure`], the merge under `Idempotency-Key` `key` when given.
-async fn measure_with(n: usize, key: Option<&str>) -> (Vec<String>, Vec<String>) {
-    let log = CallLog::default();
-    let env = common::fresh(Some(log.interceptor())).await;
-    let svc = env.service_with_secrets(Limits::default());
-    let parent = Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice");
-    for i in 0..n {
-        svc.put(&parent, put(&format!("f{i}.md"), "base"))
-            .await
-            .unwrap();
-    }
-    log.reset();
-    let fork = svc
-        .create_fork(&parent, ForkRequest::default())
-        .await
-        .unwrap();
-    let created = log.calls();
-    let in_fork = Identity::read_write(
-        Scope::new(parent.scope.tenant.clone(), fork.workspace.clone()),
+fn in_fork(fork: &workspace_core::service::Fork) -> Identity {
+    Identity::read_write(
+        Scope::new(parent().scope.tenant, fork.workspace.clone()),
         "alice",
-    );
-    for i in 0..n {
-        svc.put(&in_fork, put(&format!("f{i}.md"), "fork"))
+    )
+}
+
+fn merge_request() -> MergeRequest {
+    MergeRequest {
+        strategy: Strategy::Fail,
+        resolutions: Default::default(),
+        dry_run: false,
+        discard_fork: false,
+        idempotency_key: None,
+    }
+}
+
+/// A workspace of `n` files `f00000.md`…: three through the service, the rest as copies
+/// of their items written straight to the table (moto copies the whole table for each
+/// transaction: thousands of commits would take minutes).
+async fn seeded(n: usize, log: &CallLog) -> (common::Env, workspace_core::WorkspaceService) {
+    let env = common::fresh(Some(log.interceptor())).await;
+    let limits = Limits {
+        max_files: 20_000,
+        ..Limits::default()
+    };
+    let svc = env.service_with_secrets(limits);
+    let path = |i: usize| format!("f{i:05}.md");
+    for i in 0..n.min(3) {
+        svc.put(&parent(), put(&path(i), "base")).await.unwrap();
+    }
+    if n > 3 {
+        copy_items(
+            &env,
+            &parent().scope,
+            &path(0),
+            (3..n).map(path).collect(),
+            false,
+        )
+        .await;
+    }
+    (env, svc)
+}
+
+/// Snapshots and forks of 0, 1 and 1,000 files (the longest paths for the last) cost the
+/// same calls: a snapshot reads the point registry, swaps it with its record in one
+/// transaction and lists one page for its answer; a fork reads the live count and the
+/// registry and swaps it with the base's record and the fork's record. No S3 call, no
+/// call per file.
+#[tokio::test]
+async fn snapshots_and_forks_cost_the_same_calls_at_any_size() {
+    let mut seen: Vec<(usize, Vec<String>, Vec<String>)> = Vec::new();
+    for n in [0usize, 1, 1000] {
+        let log = CallLog::default();
+        let (_env, svc) = seeded(n, &log).await;
+        log.reset();
+        let snap = svc.create_snapshot(&parent()).await.unwrap();
+        let snapshot_calls = log.calls();
+        log.reset();
+        let fork = svc
+            .create_fork(&parent(), ForkRequest::default())
             .await
             .unwrap();
+        let fork_calls = log.calls();
+        assert_eq!(
+            snapshot_calls,
+            [
+                "DynamoDB.GetItem",
+                "DynamoDB.Query",
+                "DynamoDB.TransactWriteItems"
+            ],
+            "snapshot of {n} files"
+        );
+        assert_eq!(
+            fork_calls,
+            [
+                "DynamoDB.GetItem",
+                "DynamoDB.GetItem",
+                "DynamoDB.TransactWriteItems"
+            ],
+            "fork of {n} files"
+        );
+        // Both read every file as it was.
+        if n > 0 {
+            let last = FilePath::parse(&format!("f{:05}.md", n - 1)).unwrap();
+            svc.put(&parent(), put(last.as_str(), "changed"))
+                .await
+                .unwrap();
+            let through = svc
+                .get_in_snapshot(&parent(), &snap.id, &last)
+                .await
+                .unwrap();
+            assert_eq!(through.content, b"base");
+            let forked = svc.get(&in_fork(&fork), &last, None).await.unwrap();
+            assert_eq!(forked.content, b"base");
+            let listed = svc
+                .list(&in_fork(&fork), &Default::default(), Some(1000), None)
+                .await
+                .unwrap();
+            assert_eq!(listed.files.len(), n.min(1000));
+        }
+        seen.push((n, snapshot_calls, fork_calls));
     }
-    log.reset();
-    let merged = svc
-        .merge_fork(
-            &parent,
-            fork.workspace.as_str(),
-            MergeRequest {
-                strategy: Strategy::Fail,
-                resolutions: Default::default(),
-                dry_run: false,
-                discard_fork: false,
-                idempotency_key: key.map(str::to_owned),
-            },
-        )
+    for (n, s, f) in &seen {
+        println!(
+            "n = {n}: snapshot {} calls {s:?}; fork {} calls {f:?}",
+            s.len(),
+            f.len()
+        );
+    }
+}
+
+/// What a fork's diff, counts and merge cost for `c` changed paths in a parent of `n`
+/// files: (diff, get, merge) calls.
+type Costs = Vec<(usize, Vec<String>, Vec<String>, Vec<String>)>;
+
+async fn change_costs(n: usize) -> Costs {
+    let log = CallLog::default();
+    let (env, svc) = seeded(n, &log).await;
+    let fork = svc
+        .create_fork(&parent(), ForkRequest::default())
         .await
         .unwrap();
-    assert!(matches!(merged, MergeOutcome::Merged(ref r) if r.applied.len() == n));
-    (created, log.calls())
-}
-
-#[tokio::test]
-async fn forks_copy_no_body_and_merges_cost_a_fixed_number_of_calls_per_file() {
-    let (created2, merged2) = measure(2).await;
-    let (created4, merged4) = measure(4).await;
-    // Creating a fork of `n` live files is `2 + q + n + b` DynamoDB calls and no S3 call:
-    // the fork record and the base record (2 PutItem), the parent's heads listed (q Query:
-    // one per MB of head items and per 1,000 files), one pin per file (n UpdateItem), and
-    // the base's parts when its file list is over one item (b = 1 BatchWriteItem, else 0;
-    // see the 1,000-file case below). Small: 3 + n.
-    for (created, n) in [(&created2, 2), (&created4, 4)] {
-        assert_eq!(
-            (
-                count(created, "DynamoDB.PutItem"),
-                count(created, "DynamoDB.Query"),
-                count(created, "DynamoDB.UpdateItem"),
-            ),
-            (2, 1, n),
-            "{created:?}"
-        );
-        assert_eq!(count(created, "DynamoDB.BatchWriteItem"), 0);
-        assert_eq!(created.len(), 3 + n, "{created:?}");
-        assert!(created.iter().all(|c| !c.starts_with("S3.")), "{created:?}");
+    let mut out = Vec::new();
+    for c in [1usize, 10, 100] {
+        // The first `c` files, changed in the fork: one through the service, the others
+        // as copies of its items (a transaction per write is what moto is slow at).
+        svc.put(&in_fork(&fork), put("f00000.md", &format!("fork {c}")))
+            .await
+            .unwrap();
+        let others = (1..c).map(|i| format!("f{i:05}.md")).collect();
+        copy_items(&env, &in_fork(&fork).scope, "f00000.md", others, true).await;
+        log.reset();
+        let diff = svc
+            .fork_diff(
+                &parent(),
+                fork.workspace.as_str(),
+                &Default::default(),
+                None,
+                None,
+            )
+            .await
+            .unwrap();
+        let diff_calls = log.calls();
+        assert_eq!(diff.changes.len(), c, "n = {n}, c = {c}");
+        log.reset();
+        let (_, counts) = svc
+            .get_fork(&parent(), fork.workspace.as_str())
+            .await
+            .unwrap();
+        let get_calls = log.calls();
+        assert_eq!(counts.fork, c);
+        log.reset();
+        let merged = svc
+            .merge_fork(&parent(), fork.workspace.as_str(), merge_request())
+            .await
+            .unwrap();
+        let merge_calls = log.calls();
+        assert!(matches!(merged, MergeOutcome::Merged(ref r) if r.applied.len() == c));
+        out.push((c, diff_calls, get_calls, merge_calls));
     }
-    // A merge: per merged file, one read of the fork's body and one upload to the parent
-    // (and a fixed number of metadata calls, the same for every file).
-    let per_file = (merged4.len() - merged2.len()) / 2;
-    assert_eq!(
-        merged4.len() - merged2.len(),
-        2 * per_file,
-        "{merged2:?}\n{merged4:?}"
-    );
-    assert_eq!(
-        count(&merged4, "S3.GetObject") - count(&merged2, "S3.GetObject"),
-        2
-    );
-    assert_eq!(
-        count(&merged4, "S3.PutObject") - count(&merged2, "S3.PutObject"),
-        2
-    );
-    // ... and all of them in one transaction, whatever their number (while it fits).
-    for merged in [&merged2, &merged4] {
-        assert_eq!(
-            count(merged, "DynamoDB.TransactWriteItems"),
-            1,
-            "{merged:?}"
+    out
+}
+
+/// Diff, counts and merge of c ∈ {1, 10, 100} changed paths cost the same calls in
+/// workspaces of 100, 1,000 and 10,000 files: they read the fork's own heads and the
+/// parent's change log since the base, then each changed path (never every file).
+#[tokio::test]
+async fn diffs_and_merges_cost_what_changed_whatever_the_workspace_size() {
+    let small = change_costs(100).await;
+    for n in [1_000usize, 10_000] {
+        let big = change_costs(n).await;
+        for ((c, d1, g1, m1), (_, d2, g2, m2)) in small.iter().zip(&big) {
+            assert_eq!(d1, d2, "diff of {c} paths: 100 files vs {n}");
+            assert_eq!(g1, g2, "counts of {c} paths: 100 files vs {n}");
+            assert_eq!(m1, m2, "merge of {c} paths: 100 files vs {n}");
+        }
+    }
+    for (c, d, g, m) in &small {
+        println!(
+            "c = {c}: diff {} calls, counts {} calls, merge {} calls ({} S3)",
+            d.len(),
+            g.len(),
+            m.len(),
+            m.iter().filter(|x| x.starts_with("S3.")).count()
         );
     }
-    println!(
-        "fork of n files: {} calls (n=2), {} (n=4); merge of n files: {} calls (n=2), {} (n=4), {per_file} per file",
-        created2.len(),
-        created4.len(),
-        merged2.len(),
-        merged4.len()
-    );
 }
 
-/// A merge of more changes than one `TransactWriteItems` takes (100 actions: 3 per changed
-/// file, and the secrets check): its plan is recorded first (one `PutItem`), the changes go
-/// in as few transactions as hold them, and the plan is ended once the report is recorded
-/// (one more `PutItem`); per file the calls are those of a small merge.
-#[tokio::test]
-async fn a_merge_over_one_transaction_records_its_plan_and_commits_in_batches() {
-    let (_, small) = measure_with(2, Some("small")).await;
-    let (_, large) = measure_with(40, Some("large")).await;
-    // 40 files: 120 actions and the secrets check, in two transactions.
-    assert_eq!(count(&large, "DynamoDB.TransactWriteItems"), 2, "{large:?}");
-    assert_eq!(count(&small, "DynamoDB.TransactWriteItems"), 1);
-    // The plan, and its end: two more PutItem than a merge in one transaction needs.
-    let puts = |calls: &[String]| count(calls, "DynamoDB.PutItem");
-    assert_eq!(puts(&large) - puts(&small), 2, "{small:?}\n{large:?}");
-    assert_eq!(
-        count(&large, "S3.PutObject") - count(&small, "S3.PutObject"),
-        38
-    );
-    println!(
-        "merge of 2 files: {} calls; of 40 files (plan, 2 transactions): {} calls",
-        small.len(),
-        large.len()
-    );
-}
-
-/// Writes a head and a version item for each of `paths` that has none, copies of those of
-/// `template` (same body), and counts them in the live-file counter.
-async fn seed_copies(env: &common::Env, scope: &Scope, template: &str, paths: Vec<String>) {
+/// Writes a head and a version item for each of `paths`, copies of those of `template`
+/// (same body): over what is there when `replace`, else only where a path has no head,
+/// counted in the live-file counter.
+async fn copy_items(
+    env: &common::Env,
+    scope: &Scope,
+    template: &str,
+    paths: Vec<String>,
+    replace: bool,
+) {
     use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 
     use workspace_store_aws::{items, layout};
@@ -167,11 +233,12 @@ async fn seed_copies(env: &common::Env, scope: &Scope, template: &str, paths: Ve
     let mut requests = Vec::new();
     let mut added = 0;
     for p in paths {
-        if meta
-            .head(scope, &FilePath::parse(&p).unwrap())
-            .await
-            .unwrap()
-            .is_some()
+        if !replace
+            && meta
+                .head(scope, &FilePath::parse(&p).unwrap())
+                .await
+                .unwrap()
+                .is_some()
         {
             continue;
         }
@@ -208,6 +275,9 @@ async fn seed_copies(env: &common::Env, scope: &Scope, template: &str, paths: Ve
             .unwrap();
         assert!(out.unprocessed_items().is_none_or(|u| u.is_empty()));
     }
+    if replace {
+        return;
+    }
     env.clients
         .dynamodb
         .update_item()
@@ -219,155 +289,6 @@ async fn seed_copies(env: &common::Env, scope: &Scope, template: &str, paths: Ve
         .send()
         .await
         .unwrap();
-}
-
-/// A workspace at the default file limit (`WORKSPACE_MAX_FILES`, 1,000 files) with the
-/// longest paths (256 bytes) is forked: its base (about 700 KB of file list) is split over
-/// part items written with one `BatchWriteItem`; still no S3 call and one pin per file.
-/// The fork reads through its split base, its diff reads it whole, and deleting the base
-/// deletes every part.
-#[tokio::test]
-async fn a_fork_of_a_thousand_files_with_long_paths_splits_its_base() {
-    use aws_sdk_dynamodb::types::AttributeValue;
-    let started = std::time::Instant::now();
-    let log = CallLog::default();
-    let env = common::fresh(Some(log.interceptor())).await;
-    let limits = Limits::default();
-    let n = limits.max_files as usize;
-    assert_eq!(n, 1000);
-    let svc = env.service_with_secrets(limits);
-    let parent = Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice");
-    let long = "d".repeat(246);
-    let path = |i: usize| format!("{long}/{i:05}.md");
-    assert_eq!(path(0).len(), workspace_core::path::MAX_PATH_LEN - 1);
-    // Three files through the service (the ones read and merged below); the other 997
-    // as the same head and version items written straight to the table (moto copies the
-    // whole table for each transaction: a thousand commits would take minutes).
-    for i in [0, 7, n - 1] {
-        svc.put(&parent, put(&path(i), "base")).await.unwrap();
-    }
-    seed_copies(&env, &parent.scope, &path(0), (0..n).map(path).collect()).await;
-    let seeded = started.elapsed();
-
-    log.reset();
-    let t = std::time::Instant::now();
-    let fork = svc
-        .create_fork(&parent, ForkRequest::default())
-        .await
-        .unwrap();
-    let created = log.calls();
-    let fork_time = t.elapsed();
-    // The fork record and the base record (PutItem), the parent's heads listed (Query, a
-    // page per MB of head items), one pin per file (UpdateItem), the base's parts (one
-    // BatchWriteItem). No S3 call.
-    let queries = count(&created, "DynamoDB.Query");
-    assert_eq!(
-        (
-            count(&created, "DynamoDB.PutItem"),
-            count(&created, "DynamoDB.UpdateItem"),
-            count(&created, "DynamoDB.BatchWriteItem"),
-        ),
-        (2, n, 1),
-        "{:?}",
-        created
-            .iter()
-            .filter(|c| *c != "DynamoDB.UpdateItem")
-            .collect::<Vec<_>>()
-    );
-    assert!((1..=4).contains(&queries), "{queries} queries");
-    assert_eq!(created.len(), 3 + n + queries, "no other call");
-    assert!(created.iter().all(|c| !c.starts_with("S3.")));
-
-    // The base is in parts, each under the item limit.
-    let pk = "acme#main".to_owned();
-    let parts = env
-        .clients
-        .dynamodb
-        .query()
-        .table_name(&env.table)
-        .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
-        .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
-        .expression_attribute_values(":p", AttributeValue::S("snapfiles#".into()))
-        .send()
-        .await
-        .unwrap();
-    let sizes: Vec<usize> = parts
-        .items()
-        .iter()
-        .map(|i| i["files"].as_s().unwrap().len())
-        .collect();
-    assert!(sizes.len() >= 2, "{sizes:?}");
-    assert!(sizes.iter().all(|s| *s <= 300_000), "{sizes:?}");
-
-    // The fork reads through its base, first file and last.
-    let in_fork = Identity::read_write(
-        Scope::new(parent.scope.tenant.clone(), fork.workspace.clone()),
-        "alice",
-    );
-    for i in [0, n - 1] {
-        let file = svc
-            .get(&in_fork, &FilePath::parse(&path(i)).unwrap(), None)
-            .await
-            .unwrap();
-        assert_eq!(file.content, b"base");
-    }
-    // A change in the fork: the three-way diff reads the split base and names it alone.
-    svc.put(&in_fork, put(&path(7), "fork")).await.unwrap();
-    let diff = svc
-        .fork_diff(
-            &parent,
-            fork.workspace.as_str(),
-            &Default::default(),
-            None,
-            None,
-        )
-        .await
-        .unwrap();
-    let changed: Vec<&str> = diff.changes.iter().map(|d| d.path.as_str()).collect();
-    assert_eq!(changed, vec![path(7).as_str()]);
-
-    // Deleting the base record deletes its parts (one BatchWriteItem). (Discarding the
-    // fork does that and ends each pin: a thousand more calls the emulator is slow at;
-    // the contract suite discards and merges on every backend.)
-
-    let meta = DynamoMeta::new(env.clients.dynamodb.clone(), &env.table);
-    let base = meta
-        .snapshot(&parent.scope, &fork.base_snapshot)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(base.files.len(), n);
-    assert!(base.files.windows(2).all(|w| w[0].path < w[1].path));
-    log.reset();
-    assert!(meta
-        .delete_snapshot(&parent.scope, &fork.base_snapshot)
-        .await
-        .unwrap());
-    let mut deleted = log.calls();
-    deleted.sort();
-    assert_eq!(
-        deleted,
-        vec!["DynamoDB.BatchWriteItem", "DynamoDB.DeleteItem"]
-    );
-    let left = env
-        .clients
-        .dynamodb
-        .query()
-        .table_name(&env.table)
-        .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
-        .expression_attribute_values(":pk", AttributeValue::S(pk))
-        .expression_attribute_values(":p", AttributeValue::S("snap".into()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(left.count(), 0, "{:?}", left.items());
-    println!(
-        "fork of {n} files with 255-byte paths: {} calls ({queries} Query, {} parts) in \
-         {fork_time:?}; seeded in {seeded:?}, whole test {:?}",
-        created.len(),
-        sizes.len(),
-        started.elapsed()
-    );
 }
 
 /// The scheduled sweeper erases ended forks: one that wrote files (found by its keys in
@@ -495,7 +416,14 @@ async fn bench_fork_and_merge_calls_by_workspace_size() {
         let parent = Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice");
         let path = |i: usize| format!("bench/{i:05}.md");
         svc.put(&parent, put(&path(0), "base")).await.unwrap();
-        seed_copies(&env, &parent.scope, &path(0), (0..size).map(path).collect()).await;
+        copy_items(
+            &env,
+            &parent.scope,
+            &path(0),
+            (0..size).map(path).collect(),
+            false,
+        )
+        .await;
         log.reset();
         let fork = svc
             .create_fork(&parent, ForkRequest::default())

@@ -648,12 +648,22 @@ impl SnapshotStore for EmbeddedStore {
         scope: &Scope,
         expect_rev: u64,
         points: &Points,
-        snapshot: Option<&Snapshot>,
+        with: workspace_core::ports::PointRecords<'_>,
     ) -> Result<bool> {
         let prefix = scope.key_prefix();
         let value = encode(points)?;
-        let record = snapshot
+        let record = with
+            .snapshot
             .map(|s| Ok::<_, WorkspaceError>((format!("{prefix}{}", s.id), encode(s)?)))
+            .transpose()?;
+        let stored = with
+            .record
+            .map(|r| {
+                Ok::<_, WorkspaceError>((
+                    format!("{}{}/{}", r.scope.key_prefix(), r.kind, r.key),
+                    encode(r.record)?,
+                ))
+            })
             .transpose()?;
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(db_err)?;
@@ -672,6 +682,12 @@ impl SnapshotStore for EmbeddedStore {
                     let mut snaps = txn.open_table(SNAPSHOTS).map_err(db_err)?;
                     snaps
                         .insert(key.as_str(), record.as_slice())
+                        .map_err(db_err)?;
+                }
+                if let Some((key, value)) = &stored {
+                    let mut records = txn.open_table(RECORDS).map_err(db_err)?;
+                    records
+                        .insert(key.as_str(), value.as_slice())
                         .map_err(db_err)?;
                 }
             }

@@ -317,7 +317,7 @@ impl SnapshotStore for MemoryMeta {
         scope: &Scope,
         expect_rev: u64,
         points: &Points,
-        snapshot: Option<&Snapshot>,
+        with: workspace_core::ports::PointRecords<'_>,
     ) -> Result<bool> {
         let mut guard = self.lock()?;
         let state = guard.entry(scope.clone()).or_default();
@@ -325,7 +325,15 @@ impl SnapshotStore for MemoryMeta {
             return Ok(false);
         }
         state.points = points.clone();
-        if let Some(snapshot) = snapshot {
+        if let Some(r) = with.record {
+            guard
+                .entry(r.scope.clone())
+                .or_default()
+                .records
+                .insert((r.kind.to_owned(), r.key.to_owned()), r.record.clone());
+        }
+        let state = guard.entry(scope.clone()).or_default();
+        if let Some(snapshot) = with.snapshot {
             state
                 .snapshots
                 .retain(|_, s| s.expires_at > snapshot.created_at);

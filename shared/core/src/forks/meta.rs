@@ -48,16 +48,48 @@ pub struct ForkAwareMeta {
 pub struct Base {
     pub parent: Scope,
     pub record: ForkRecord,
-    /// Sorted by path.
+    /// The base's point in the parent's history (`service/points.rs`): each file reads as
+    /// the parent's newest version at or before it. `None`: a base pinned file by file
+    /// before points existed, whose `files` list it.
+    pub point: Option<u64>,
+    /// Sorted by path (a pinned base only).
     pub files: Vec<SnapshotFile>,
 }
 
 impl Base {
-    pub fn file(&self, path: &str) -> Option<&SnapshotFile> {
+    fn pinned_file(&self, path: &str) -> Option<&SnapshotFile> {
         self.files
             .binary_search_by(|f| f.path.as_str().cmp(path))
             .ok()
             .map(|i| &self.files[i])
+    }
+}
+
+/// Version items of a path read per page when looking for the one at a point (retention
+/// keeps `maxVersions` plus the held ones).
+const VERSIONS_PAGE: usize = 8;
+
+/// The version of `path` in `scope` current at point `rev`: its newest retained version
+/// item committed at or before it (a tombstone when it was deleted then), `None` when it
+/// had none. The one read at a point every reader uses.
+pub async fn version_at(
+    store: &MetaPorts,
+    scope: &Scope,
+    path: &FilePath,
+    rev: u64,
+) -> Result<Option<VersionRecord>> {
+    let mut before: Option<u64> = None;
+    loop {
+        let page = store
+            .list_versions(scope, path, before, VERSIONS_PAGE)
+            .await?;
+        if let Some(v) = page.iter().find(|v| v.point <= rev) {
+            return Ok(Some(v.clone()));
+        }
+        if page.len() < VERSIONS_PAGE {
+            return Ok(None);
+        }
+        before = page.last().map(|v| v.seq);
     }
 }
 
@@ -158,8 +190,76 @@ impl ForkAwareMeta {
         Ok(Base {
             parent,
             record,
+            point: snapshot.point,
             files: snapshot.files,
         })
+    }
+
+    /// The base's file at `path` (a live file of the parent at the base), if it had one.
+    pub async fn base_file(&self, base: &Base, path: &FilePath) -> Result<Option<SnapshotFile>> {
+        let Some(rev) = base.point else {
+            return Ok(base.pinned_file(path.as_str()).cloned());
+        };
+        Ok(version_at(&self.inner, &base.parent, path, rev)
+            .await?
+            .filter(|v| !v.deleted)
+            .map(|v| SnapshotFile::of_version(path.as_str(), &v)))
+    }
+
+    /// The base's files under `prefix` after `after`, in path order, `limit` at most, and
+    /// whether more follow: the parent's heads, each changed since the point read at it.
+    async fn base_page(
+        &self,
+        base: &Base,
+        prefix: &PathPrefix,
+        after: Option<&FilePath>,
+        limit: usize,
+    ) -> Result<(Vec<SnapshotFile>, bool)> {
+        let Some(rev) = base.point else {
+            let from = base.files.partition_point(|f| {
+                f.path.as_str() < prefix.as_str()
+                    || after.is_some_and(|a| f.path.as_str() <= a.as_str())
+            });
+            let mut under: Vec<SnapshotFile> = base.files[from..]
+                .iter()
+                .take_while(|f| f.path.starts_with(prefix.as_str()))
+                .take(limit + 1)
+                .cloned()
+                .collect();
+            let more = under.len() > limit;
+            under.truncate(limit);
+            return Ok((under, more));
+        };
+        let mut out = Vec::new();
+        let mut cursor = after.cloned();
+        loop {
+            let page = self
+                .inner
+                .list_heads(&base.parent, prefix, cursor.as_ref(), PAGE)
+                .await?;
+            let done = page.len() < PAGE;
+            cursor = page.last().map(|h| FilePath::parse(&h.path)).transpose()?;
+            for h in page {
+                let file = if h.point <= rev {
+                    h.is_live().then(|| SnapshotFile::of_head(&h))
+                } else {
+                    let path = FilePath::parse(&h.path)?;
+                    version_at(&self.inner, &base.parent, &path, rev)
+                        .await?
+                        .filter(|v| !v.deleted)
+                        .map(|v| SnapshotFile::of_version(&h.path, &v))
+                };
+                if let Some(f) = file {
+                    if out.len() == limit {
+                        return Ok((out, true));
+                    }
+                    out.push(f);
+                }
+            }
+            if done || cursor.is_none() {
+                return Ok((out, false));
+            }
+        }
     }
 
     /// The fork's own heads under `prefix` after `after` (tombstones included), every page.
@@ -185,11 +285,25 @@ impl ForkAwareMeta {
         }
     }
 
-    /// How many of the base's files the fork has not written or deleted.
+    /// How many of the base's files the fork has not written or deleted: the base's count
+    /// (recorded when it was taken) less the fork's own heads of paths the base has.
     async fn untouched(&self, scope: &Scope, base: &Base) -> Result<u64> {
         let own = self.own_heads(scope, &PathPrefix::default(), None).await?;
-        let touched = own.iter().filter(|h| base.file(&h.path).is_some()).count();
-        Ok((base.files.len() - touched) as u64)
+        let mut touched = 0u64;
+        for h in &own {
+            if self
+                .base_file(base, &FilePath::parse(&h.path)?)
+                .await?
+                .is_some()
+            {
+                touched += 1;
+            }
+        }
+        let files = match base.point {
+            Some(_) => base.record.base_files.unwrap_or(0),
+            None => base.files.len() as u64,
+        };
+        Ok(files.saturating_sub(touched))
     }
 
     /// The heads under `prefix` after `after`, in path order, `limit` at most; tombstones
@@ -213,7 +327,8 @@ impl ForkAwareMeta {
     }
 
     /// The fork's heads merged with its base's files under `prefix` after `after`, in
-    /// path order, `limit` at most; tombstones only when asked.
+    /// path order, `limit` at most; tombstones only when asked. A page of each side at a
+    /// time, merged up to the first path where either side's page ends.
     async fn merged_heads(
         &self,
         scope: &Scope,
@@ -223,44 +338,56 @@ impl ForkAwareMeta {
         limit: usize,
         tombstones: bool,
     ) -> Result<Vec<Head>> {
-        // The base's files under the prefix, after `after` (they are sorted by path).
-        let from = base.files.partition_point(|f| {
-            f.path.as_str() < prefix.as_str()
-                || after.is_some_and(|a| f.path.as_str() <= a.as_str())
-        });
-        let under: Vec<&SnapshotFile> = base.files[from..]
-            .iter()
-            .take_while(|f| f.path.starts_with(prefix.as_str()))
-            .collect();
-        let mut inherited = under.into_iter().peekable();
-        let mut own: std::collections::VecDeque<Head> = Default::default();
-        let (mut own_done, mut cursor) = (false, after.cloned());
         let mut out = Vec::new();
-        while out.len() < limit {
-            if own.is_empty() && !own_done {
-                let page = self
-                    .inner
-                    .list_heads(scope, prefix, cursor.as_ref(), PAGE)
-                    .await?;
-                own_done = page.len() < PAGE;
-                cursor = page.last().map(|h| FilePath::parse(&h.path)).transpose()?;
-                own.extend(page);
-            }
-            let next = match (own.front(), inherited.peek()) {
-                (None, None) => break,
-                (Some(o), Some(b)) if b.path < o.path => inherited.next().map(inherited_head),
-                (Some(o), Some(b)) if b.path == o.path => {
-                    inherited.next();
-                    own.pop_front()
+        let mut cursor = after.cloned();
+        loop {
+            let own = self
+                .inner
+                .list_heads(scope, prefix, cursor.as_ref(), PAGE)
+                .await?;
+            let own_more = own.len() == PAGE;
+            let (inherited, base_more) =
+                self.base_page(base, prefix, cursor.as_ref(), PAGE).await?;
+            // Past the last path of a side whose page was cut short, that side is unknown.
+            let bound: Option<String> = [
+                own_more
+                    .then(|| own.last().map(|h| h.path.clone()))
+                    .flatten(),
+                base_more
+                    .then(|| inherited.last().map(|f| f.path.clone()))
+                    .flatten(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let within = |p: &str| bound.as_deref().is_none_or(|b| p <= b);
+            let mut own = own.into_iter().filter(|h| within(&h.path)).peekable();
+            let mut inherited = inherited.into_iter().filter(|f| within(&f.path)).peekable();
+            loop {
+                let next = match (own.peek(), inherited.peek()) {
+                    (None, None) => break,
+                    (Some(o), Some(b)) if b.path < o.path => {
+                        inherited.next().map(|f| inherited_head(&f))
+                    }
+                    (Some(o), Some(b)) if b.path == o.path => {
+                        inherited.next();
+                        own.next()
+                    }
+                    (Some(_), _) => own.next(),
+                    (None, Some(_)) => inherited.next().map(|f| inherited_head(&f)),
+                };
+                if let Some(h) = next.filter(|h| tombstones || h.is_live()) {
+                    out.push(h);
+                    if out.len() == limit {
+                        return Ok(out);
+                    }
                 }
-                (Some(_), _) => own.pop_front(),
-                (None, Some(_)) => inherited.next().map(inherited_head),
-            };
-            if let Some(h) = next.filter(|h| tombstones || h.is_live()) {
-                out.push(h);
+            }
+            match bound {
+                Some(b) => cursor = Some(FilePath::parse(&b)?),
+                None => return Ok(out),
             }
         }
-        Ok(out)
     }
 }
 
@@ -278,7 +405,11 @@ impl HeadStore for ForkAwareMeta {
             return Ok(Some(h));
         }
         let base = self.base_of(scope, parent, record).await?;
-        Ok(base.file(path.as_str()).map(inherited_head))
+        Ok(self
+            .base_file(&base, path)
+            .await?
+            .as_ref()
+            .map(inherited_head))
     }
 
     async fn list_live(
@@ -377,7 +508,7 @@ impl HistoryStore for ForkAwareMeta {
         if let Some(v) = self.inner.version(scope, path, seq).await? {
             return Ok(Some(v));
         }
-        match base.file(path.as_str()) {
+        match self.base_file(&base, path).await? {
             Some(f) if seq <= f.seq => self.inner.version(&base.parent, path, seq).await,
             _ => Ok(None),
         }
@@ -394,7 +525,7 @@ impl HistoryStore for ForkAwareMeta {
             return self.inner.list_versions(scope, path, before, limit).await;
         };
         let mut out = self.inner.list_versions(scope, path, before, limit).await?;
-        if let Some(f) = base.file(path.as_str()) {
+        if let Some(f) = self.base_file(&base, path).await? {
             if out.len() < limit {
                 let below = before.map_or(f.seq + 1, |b| b.min(f.seq + 1));
                 let inherited = self
@@ -470,10 +601,10 @@ impl SnapshotStore for ForkAwareMeta {
         scope: &Scope,
         expect_rev: u64,
         points: &Points,
-        snapshot: Option<&Snapshot>,
+        with: crate::ports::PointRecords<'_>,
     ) -> Result<bool> {
         self.inner
-            .swap_points(scope, expect_rev, points, snapshot)
+            .swap_points(scope, expect_rev, points, with)
             .await
     }
 

@@ -28,7 +28,7 @@ pub mod sweep;
 pub mod text;
 pub mod three_way;
 
-pub use meta::{Base, ForkAwareMeta, INHERITED_PIN_REV};
+pub use meta::{version_at, Base, ForkAwareMeta, INHERITED_PIN_REV};
 
 use crate::model::Millis;
 use serde::{Deserialize, Serialize};
@@ -65,6 +65,10 @@ pub struct ForkRecord {
     /// Bumped each time the base moves (a merge): the base snapshot's id carries it.
     #[serde(default)]
     pub generation: u64,
+    /// How many live files the base holds (a base taken as a point, whose record does not
+    /// list them): what the fork's file quota counts its inherited files from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_files: Option<u64>,
 }
 
 /// The id of a fork's base snapshot: creation time first, so the parent's forks list

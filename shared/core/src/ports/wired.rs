@@ -224,10 +224,10 @@ impl SnapshotStore for MetaPorts {
         scope: &Scope,
         expect_rev: u64,
         points: &Points,
-        snapshot: Option<&Snapshot>,
+        with: crate::ports::PointRecords<'_>,
     ) -> Result<bool> {
         self.snapshots
-            .swap_points(scope, expect_rev, points, snapshot)
+            .swap_points(scope, expect_rev, points, with)
             .await
     }
 

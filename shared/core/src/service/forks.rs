@@ -30,7 +30,7 @@ use crate::forks::{
     FORK_RECORD_KEY, FORK_RECORD_KIND,
 };
 use crate::model::SnapshotFile;
-use crate::ports::StoredRecord;
+use crate::ports::{HeadStore, HistoryStore, StoredRecord};
 use crate::scope::WorkspaceId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,6 +41,13 @@ pub const MAX_FORKS_PAGE: usize = 100;
 pub const MAX_FORK_DIFF_PAGE: usize = 1000;
 /// Paths one merge request may resolve.
 pub const MAX_RESOLUTIONS: usize = 1000;
+/// How long before it lands a commit's change-log entry may be stamped (each commit
+/// attempt reads the clock, then runs one store transaction), with room for the clocks of
+/// two hosts to differ: a fork's changes since its base are read from this long before the
+/// base. A parent commit stamped earlier than that is missing from the diff's parent side
+/// only: every path the fork changed is compared anyway, and a merge or a rebase needs
+/// nothing for a path only the parent changed.
+const COMMIT_SLACK_MS: Millis = 60 * 1000;
 const MERGE_RECORD_KIND: &str = "merge";
 
 /// `POST .../forks`.
@@ -226,8 +233,8 @@ struct Sides {
     parent: BTreeMap<String, FileState>,
     /// Paths with a head in the fork's own scope (live or tombstone).
     own: BTreeMap<String, Head>,
-    /// The base as read, whole (bodies, for a text merge).
-    read: Base,
+    /// The base's files of the paths compared (bodies, for a text merge).
+    base_files: BTreeMap<String, SnapshotFile>,
 }
 
 impl WorkspaceService {
@@ -329,7 +336,7 @@ impl WorkspaceService {
         // A snapshot to start from: read (and checked) before anything is written.
         let from = match req.from.as_deref() {
             None | Some("live") => None,
-            Some(id) => Some(self.snapshot_record(&who.scope, id).await?),
+            Some(id) => Some(self.snapshot_header(&who.scope, id).await?),
         };
         if let Some(label) = &req.label {
             super::snapshots::check_label(label)?;
@@ -357,44 +364,173 @@ impl WorkspaceService {
             .ok_or_else(|| WorkspaceError::internal("fork id"))?;
         let scope = Scope::new(who.scope.tenant.clone(), ws);
         let now = self.clock.now_ms();
-        let record = ForkRecord {
+        let mut record = ForkRecord {
             base_snapshot: base_snapshot_id(now, &suffix, 0),
             base_created_at: now,
             label: req.label.clone(),
             created_at: now,
             expires_at: now.saturating_add(ttl),
             generation: 0,
+            base_files: None,
         };
-        // The record first, the base last: a fork is listed (its base found) only once
-        // both exist; one stopped in between is never listed and its record expires.
-        self.put_fork_record(&scope, &record).await?;
+        if let Some(snapshot) = from.as_ref().filter(|s| s.point.is_none()) {
+            // A snapshot pinned file by file (taken before points existed): its files are
+            // pinned again for the fork, as that build did.
+            let snapshot = self.snapshot_record(&who.scope, &snapshot.id).await?;
+            return self.fork_of_pinned(who, &scope, record, &snapshot).await;
+        }
+        // A point: the parent now, or the snapshot's point. The fork record, the base's
+        // record and its point in one atomic step, whatever the number of files.
+        let at = from
+            .as_ref()
+            .and_then(|s| s.point.map(|rev| (rev, s.id.as_str())));
+        record.base_files = Some(match &from {
+            None => self.meta.live_count(&who.scope).await?,
+            Some(s) => {
+                let rev = s.point.unwrap_or_default();
+                self.count_at(&who.scope, rev, s.created_at).await?
+            }
+        });
+        if let Some(s) = &from {
+            record.base_created_at = s.created_at;
+        }
+        self.take_base_at(who, &scope, &record, at).await?;
+        Self::fork_view(&scope, &record)
+    }
+
+    /// Takes `record`'s base as a point of the parent (`record.base_created_at` later than
+    /// now's point when the base is a snapshot's: at its point), and stores the record
+    /// with it, in one registry swap.
+    async fn take_base(&self, who: &Identity, scope: &Scope, record: &ForkRecord) -> Result<()> {
+        self.take_base_at(who, scope, record, None).await
+    }
+
+    async fn take_base_at(
+        &self,
+        who: &Identity,
+        scope: &Scope,
+        record: &ForkRecord,
+        at: Option<(u64, &str)>,
+    ) -> Result<()> {
+        let base = crate::model::Snapshot {
+            id: record.base_snapshot.clone(),
+            created_at: record.base_created_at,
+            expires_at: record.expires_at,
+            files: Vec::new(),
+            workflow_id: None,
+            principal: None,
+            label: record.label.clone(),
+            keep: false,
+            covers: Vec::new(),
+            point: None,
+        };
+        let value = serde_json::to_string(record).map_err(WorkspaceError::internal)?;
+        let stored = StoredRecord {
+            value,
+            expires_at: record.expires_at,
+        };
+        let fork_record = crate::ports::ScopedRecord {
+            scope,
+            kind: FORK_RECORD_KIND,
+            key: FORK_RECORD_KEY,
+            record: &stored,
+        };
+        self.take_point_with(&who.scope, base, Some(fork_record), at)
+            .await
+            .map(|_| ())
+    }
+
+    /// How many live files `scope` held at point `rev` (taken at `taken_at`): the live
+    /// count now, corrected by each path changed since.
+    async fn count_at(&self, scope: &Scope, rev: u64, taken_at: Millis) -> Result<u64> {
+        let now = self.meta.live_count(scope).await?;
+        let mut count = i128::from(now);
+        for path in self
+            .changed_paths(scope, &PathPrefix::default(), taken_at)
+            .await?
+        {
+            let fp = FilePath::parse(&path)?;
+            let was = crate::forks::version_at(self.forks.stored(), scope, &fp, rev)
+                .await?
+                .is_some_and(|v| !v.deleted);
+            let is = self
+                .forks
+                .stored()
+                .head(scope, &fp)
+                .await?
+                .is_some_and(|h| h.is_live());
+            count += i128::from(was) - i128::from(is);
+        }
+        Ok(u64::try_from(count.max(0)).unwrap_or(0))
+    }
+
+    /// The paths of `scope` under `prefix` changed since `since` (by its change log; a
+    /// superset: a commit's entry carries the instant its write began, which may be up to
+    /// [`COMMIT_SLACK_MS`] before it landed).
+    async fn changed_paths(
+        &self,
+        scope: &Scope,
+        prefix: &PathPrefix,
+        since: Millis,
+    ) -> Result<BTreeSet<String>> {
+        let mut out = BTreeSet::new();
+        let mut before: Option<String> = None;
+        loop {
+            let query = crate::changes::ChangeQuery {
+                from: Some(crate::changes::key_at(
+                    since.saturating_sub(COMMIT_SLACK_MS),
+                )),
+                to: None,
+                before: before.clone(),
+                prefix: prefix.as_str().to_owned(),
+                principal: None,
+                paths: crate::PathScope::whole(),
+                limit: crate::changes::MAX_CHANGES_PAGE,
+            };
+            let page = self.forks.stored().list_changes(scope, &query).await?;
+            out.extend(
+                page.changes
+                    .into_iter()
+                    .filter(|c| !c.erased)
+                    .map(|c| c.path),
+            );
+            match page.next_before {
+                Some(next) if before.as_ref() != Some(&next) => before = Some(next),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// A fork whose base is a snapshot pinned file by file (taken by the previous build):
+    /// the record first, the base last, as that build did.
+    async fn fork_of_pinned(
+        &self,
+        who: &Identity,
+        scope: &Scope,
+        record: ForkRecord,
+        snapshot: &crate::model::Snapshot,
+    ) -> Result<Fork> {
+        self.put_fork_record(scope, &record).await?;
         let options = SnapshotOptions {
-            label: req.label,
-            ttl_ms: Some(ttl),
+            label: record.label.clone(),
+            ttl_ms: Some(record.expires_at - record.created_at),
             fork_base: true,
             ..SnapshotOptions::default()
         };
-        let based = match from {
-            None => self
-                .take_snapshot(who, record.base_snapshot.clone(), None, options)
-                .await
-                .map(|_| ()),
-            Some(snapshot) => {
-                self.base_from_snapshot(who, &record, &snapshot, options)
-                    .await
-            }
-        };
-        if let Err(e) = based {
+        if let Err(e) = self
+            .base_from_snapshot(who, &record, snapshot, options)
+            .await
+        {
             let gone = ForkRecord {
                 expires_at: 0,
                 ..record
             };
-            if let Err(e) = self.put_fork_record(&scope, &gone).await {
+            if let Err(e) = self.put_fork_record(scope, &gone).await {
                 tracing::warn!(error = %e, fork = %scope, "fork record left; it expires");
             }
             return Err(e);
         }
-        Self::fork_view(&scope, &record)
+        Self::fork_view(scope, &record)
     }
 
     /// A fork's base made of a snapshot's files: each version the snapshot names is pinned
@@ -680,20 +816,16 @@ impl WorkspaceService {
         Ok(forks.len())
     }
 
-    /// Base, fork and parent under `prefix`.
+    /// Base, fork and parent under `prefix`, for the paths either side changed since the
+    /// base: the fork's own heads, and the parent's change log since the base (never a
+    /// scan of every file). Each such path costs one read at the base's point and one of
+    /// the parent's head.
     async fn sides(&self, scope: &Scope, prefix: &PathPrefix) -> Result<Sides> {
         let base: Base = self
             .forks
             .base(scope)
             .await?
             .ok_or_else(|| WorkspaceError::internal("not a fork"))?;
-        let under = |p: &str| p.starts_with(prefix.as_str());
-        let base_map: BTreeMap<String, FileState> = base
-            .files
-            .iter()
-            .filter(|f| under(&f.path))
-            .map(|f| (f.path.clone(), state_of_file(f)))
-            .collect();
         let own: BTreeMap<String, Head> = self
             .forks
             .own_heads(scope, prefix, None)
@@ -701,27 +833,45 @@ impl WorkspaceService {
             .into_iter()
             .map(|h| (h.path.clone(), h))
             .collect();
-        let mut fork = base_map.clone();
-        for (path, h) in &own {
-            if h.is_live() {
-                fork.insert(path.clone(), state_of_head(h));
-            } else {
-                fork.remove(path);
+        let mut paths: BTreeSet<String> = own.keys().cloned().collect();
+        paths.extend(
+            self.changed_paths(&base.parent, prefix, base.record.base_created_at)
+                .await?,
+        );
+        let (mut base_map, mut fork, mut parent) =
+            (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        let mut base_files = BTreeMap::new();
+        for path in paths {
+            let fp = FilePath::parse(&path)?;
+            let (at_base, now) = tokio::join!(
+                self.forks.base_file(&base, &fp),
+                self.forks.stored().head(&base.parent, &fp)
+            );
+            if let Some(f) = at_base? {
+                base_map.insert(path.clone(), state_of_file(&f));
+                base_files.insert(path.clone(), f);
+            }
+            match own.get(&path) {
+                Some(h) if h.is_live() => {
+                    fork.insert(path.clone(), state_of_head(h));
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(state) = base_map.get(&path) {
+                        fork.insert(path.clone(), state.clone());
+                    }
+                }
+            }
+            if let Some(h) = now?.filter(|h| h.is_live()) {
+                parent.insert(path, state_of_head(&h));
             }
         }
-        let parent: BTreeMap<String, FileState> = self
-            .all_live(&base.parent)
-            .await?
-            .iter()
-            .filter(|h| under(&h.path))
-            .map(|h| (h.path.clone(), state_of_head(h)))
-            .collect();
         Ok(Sides {
             base: base_map,
             fork,
             parent,
             own,
-            read: base,
+            base_files,
         })
     }
 
@@ -863,7 +1013,7 @@ impl WorkspaceService {
                 )));
             }
         }
-        let base = &sides.read;
+        let base = &sides.base_files;
         // The side changes are applied to, and the side they come from.
         let (target, source) = match dir {
             Direction::Merge => (&parent, &scope),
@@ -1136,7 +1286,7 @@ impl WorkspaceService {
         &self,
         fork: &Scope,
         parent: &Scope,
-        base: &Base,
+        base: &BTreeMap<String, SnapshotFile>,
         d: &PathDiff,
     ) -> Result<TextMerge> {
         let (f, p) = (
@@ -1149,7 +1299,7 @@ impl WorkspaceService {
             .any(|(_, bytes)| text::as_text(bytes).is_none());
         let merged = match (&f, &p) {
             (Some((_, f)), Some((_, p))) if !binary => {
-                let b = match base.file(&d.path) {
+                let b = match base.get(&d.path) {
                     Some(file) => self.bytes_of(file.body.as_ref(), &d.path).await?,
                     None => Vec::new(),
                 };
@@ -1172,7 +1322,7 @@ impl WorkspaceService {
         &self,
         fork: &Scope,
         parent: &Scope,
-        base: &Base,
+        base: &BTreeMap<String, SnapshotFile>,
         d: &PathDiff,
     ) -> Result<std::result::Result<String, ConflictReport>> {
         let m = self.text_merge(fork, parent, base, d).await?;
@@ -1192,7 +1342,7 @@ impl WorkspaceService {
         &self,
         fork: &Scope,
         parent: &Scope,
-        base: &Base,
+        base: &BTreeMap<String, SnapshotFile>,
         d: &PathDiff,
     ) -> Result<ConflictReport> {
         let m = self.text_merge(fork, parent, base, d).await?;
@@ -1271,20 +1421,15 @@ impl WorkspaceService {
         let now = self.clock.now_ms();
         let generation = record.generation + 1;
         let id = base_snapshot_id(record.created_at, &suffix, generation);
-        let options = SnapshotOptions {
-            label: record.label.clone(),
-            ttl_ms: Some((record.expires_at - now).max(1)),
-            fork_base: true,
-            ..SnapshotOptions::default()
-        };
-        let taken = self.take_snapshot(who, id, None, options).await?;
         let moved = ForkRecord {
-            base_snapshot: taken.id,
-            base_created_at: taken.created_at,
+            base_snapshot: id,
+            base_created_at: now,
             generation,
+            base_files: Some(self.meta.live_count(&who.scope).await?),
             ..record.clone()
         };
-        self.put_fork_record(scope, &moved).await?;
+        // The new base and the record that names it in one step.
+        self.take_base(who, scope, &moved).await?;
         match self.delete_snapshot(who, &record.base_snapshot).await {
             Ok(()) | Err(WorkspaceError::NotFound(_)) => {}
             Err(e) => {

@@ -19,7 +19,6 @@
 use super::*;
 use crate::forks::INHERITED_PIN_REV;
 use crate::model::{Point, Points, Snapshot, SnapshotFile};
-use crate::ports::HistoryStore;
 
 /// Live points (snapshots and fork bases) one workspace holds at most: bounds the
 /// registry item (about 100 bytes each; a DynamoDB item holds 400 KB) and the holds one
@@ -29,8 +28,6 @@ pub const MAX_LIVE_POINTS: usize = 2000;
 const MAX_CACHED_REGISTRIES: usize = 4096;
 /// Rounds of taking or ending a point while other points are taken or ended at once.
 const POINT_ATTEMPTS: usize = 50;
-/// Version items read per page when looking for the one at a point.
-const VERSIONS_PAGE: usize = 8;
 
 /// The hold a commit planned under `points` adds for `head`, the version it supersedes:
 /// while a live point can read it (one taken at or after the revision it was committed
@@ -75,42 +72,6 @@ pub(super) fn refresh_holds(pins: &[Pin], points: &Points, now: Millis) -> Vec<P
         .collect()
 }
 
-/// A version item as a snapshot's file.
-pub(super) fn file_of_version(path: &str, v: &VersionRecord) -> SnapshotFile {
-    SnapshotFile {
-        path: path.to_owned(),
-        version: v.version,
-        seq: v.seq,
-        etag: v.etag.clone(),
-        size: v.size,
-        content_type: v.content_type.clone(),
-        updated_at: v.updated_at,
-        sha256: v.sha256.clone(),
-        kept: None,
-        erased: v.erased.is_some(),
-        lineage: v.lineage.clone(),
-        body: v.body.clone(),
-    }
-}
-
-/// A head as a snapshot's file.
-pub(super) fn file_of_head(h: &Head) -> SnapshotFile {
-    SnapshotFile {
-        path: h.path.clone(),
-        version: h.version,
-        seq: h.seq,
-        etag: h.etag.clone(),
-        size: h.size,
-        content_type: h.content_type.clone(),
-        updated_at: h.updated_at,
-        sha256: h.sha256.clone(),
-        kept: None,
-        erased: false,
-        lineage: h.lineage.clone(),
-        body: h.body.clone(),
-    }
-}
-
 impl WorkspaceService {
     /// The registry a commit is planned under: kept from an earlier commit where possible
     /// (every commit is checked against its revision, so a stale one is never used).
@@ -147,14 +108,34 @@ impl WorkspaceService {
 
     /// Takes a point for `snapshot` (its `point` is set here) and stores its record, in
     /// one atomic step: one registry swap, whatever the number of files.
-    pub(super) async fn take_point(
+    pub(super) async fn take_point(&self, scope: &Scope, snapshot: Snapshot) -> Result<Snapshot> {
+        self.take_point_with(scope, snapshot, None, None).await
+    }
+
+    /// [`Self::take_point`], storing `record` in the same step (a fork's record), and at
+    /// point `at` of a live snapshot (`(rev, id)`) instead of now when given: what that
+    /// snapshot reads stays held while either lives.
+    pub(super) async fn take_point_with(
         &self,
         scope: &Scope,
         mut snapshot: Snapshot,
+        record: Option<crate::ports::ScopedRecord<'_>>,
+        at: Option<(u64, &str)>,
     ) -> Result<Snapshot> {
         for _ in 0..POINT_ATTEMPTS {
             let now = self.clock.now_ms();
             let current = self.meta.points(scope).await?;
+            if let Some((rev, id)) = at {
+                if !current
+                    .live
+                    .iter()
+                    .any(|p| p.id == id && p.rev == rev && p.until > now)
+                {
+                    return Err(WorkspaceError::not_found(format!(
+                        "no snapshot {id} in this workspace (or it expired)"
+                    )));
+                }
+            }
             let mut live: Vec<Point> = current
                 .live
                 .iter()
@@ -170,19 +151,24 @@ impl WorkspaceService {
                     current_version: 0,
                 });
             }
+            let rev = at.map_or(current.rev, |(rev, _)| rev);
             live.push(Point {
                 id: snapshot.id.clone(),
-                rev: current.rev,
+                rev,
                 until: snapshot.expires_at,
             });
             let next = Points {
                 rev: current.rev + 1,
                 live,
             };
-            snapshot.point = Some(current.rev);
+            snapshot.point = Some(rev);
+            let with = crate::ports::PointRecords {
+                snapshot: Some(&snapshot),
+                record,
+            };
             if self
                 .meta
-                .swap_points(scope, current.rev, &next, Some(&snapshot))
+                .swap_points(scope, current.rev, &next, with)
                 .await?
             {
                 self.keep_points(scope, &next);
@@ -214,7 +200,7 @@ impl WorkspaceService {
             };
             if self
                 .meta
-                .swap_points(scope, current.rev, &next, None)
+                .swap_points(scope, current.rev, &next, Default::default())
                 .await?
             {
                 self.keep_points(scope, &next);
@@ -235,23 +221,12 @@ impl WorkspaceService {
         path: &FilePath,
         rev: u64,
     ) -> Result<Option<SnapshotFile>> {
-        let store = self.forks.stored();
-        let mut before: Option<u64> = None;
-        loop {
-            let page = store
-                .list_versions(scope, path, before, VERSIONS_PAGE)
-                .await?;
-            if let Some(v) = page.iter().find(|v| v.point <= rev) {
-                return Ok((!v.deleted).then(|| file_of_version(path.as_str(), v)));
-            }
-            if page.len() < VERSIONS_PAGE {
-                break;
-            }
-            before = page.last().map(|v| v.seq);
+        if let Some(v) = crate::forks::version_at(self.forks.stored(), scope, path, rev).await? {
+            return Ok((!v.deleted).then(|| SnapshotFile::of_version(path.as_str(), &v)));
         }
         // Nothing of the fork's own then: what it inherited, if it is a fork.
         match self.forks.base(scope).await? {
-            Some(base) => Ok(base.file(path.as_str()).cloned()),
+            Some(base) => self.forks.base_file(&base, path).await,
             None => Ok(None),
         }
     }
@@ -282,7 +257,7 @@ impl WorkspaceService {
                     continue;
                 }
                 let file = if h.pin_rev == INHERITED_PIN_REV || h.point <= rev {
-                    h.is_live().then(|| file_of_head(&h))
+                    h.is_live().then(|| SnapshotFile::of_head(&h))
                 } else {
                     self.file_at(scope, &FilePath::parse(&h.path)?, rev).await?
                 };

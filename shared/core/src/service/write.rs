@@ -341,6 +341,10 @@ impl WorkspaceService {
         } = uploaded;
         let mut prefetched = Some(first_head);
         for _ in 0..MAX_COMMIT_ATTEMPTS {
+            // Stamped when the commit is tried, not when the write began (its upload may
+            // have taken a while): a change-log entry is never much older than its commit
+            // (what a fork's diff relies on, `service/forks.rs`).
+            let now = self.clock.now_ms().max(now);
             let head = match prefetched.take() {
                 Some(h) => h,
                 None => self.meta.head(&who.scope, path).await?,
