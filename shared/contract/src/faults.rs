@@ -382,15 +382,24 @@ enum Op {
     Snapshot,
     /// An atomic commit: `a.md` written and `b.md` moved to `c.md`, together or not at all.
     Commit,
+    /// A put over the version a live snapshot reads (the commit holds it).
+    PutOverSnapshot,
+    /// A fork of the workspace.
+    Fork,
+    /// A snapshot deleted (its point ends).
+    DeleteSnapshot,
 }
 
-const OPS: [Op; 6] = [
+const OPS: [Op; 9] = [
     Op::Commit,
     Op::Put,
     Op::Delete,
     Op::Restore,
     Op::UploadCommit,
     Op::Snapshot,
+    Op::PutOverSnapshot,
+    Op::Fork,
+    Op::DeleteSnapshot,
 ];
 
 /// One run's workspace, named per request with the tenant-wide key.
@@ -422,7 +431,8 @@ impl Run<'_> {
 }
 
 /// The state the operation starts from: `a.md` at versions 1-3 (so the next write prunes
-/// version 1), `b.md`, and, for an upload commit, its bytes staged. Returns the upload id.
+/// version 1), `b.md`, and, for an upload commit, its bytes staged; for the operations on
+/// a snapshot, a snapshot of that. Returns the upload id, or the snapshot's.
 async fn prepare(run: &Run<'_>, op: Op) -> Option<String> {
     for (path, content) in [
         ("a.md", "one"),
@@ -431,6 +441,13 @@ async fn prepare(run: &Run<'_>, op: Op) -> Option<String> {
         ("b.md", "bee"),
     ] {
         run.put(path, content).await.assert_ok();
+    }
+    if matches!(op, Op::PutOverSnapshot | Op::DeleteSnapshot) {
+        let snap = run
+            .call(Method::POST, "/v1/host/workspace/snapshots", None)
+            .await
+            .assert_ok();
+        return snap["snapshotId"].as_str().map(str::to_owned);
     }
     if op != Op::UploadCommit {
         return None;
@@ -482,6 +499,20 @@ async fn perform(run: &Run<'_>, op: Op, upload: Option<&str>) -> Reply {
             run.call(Method::POST, "/v1/host/workspace/snapshots", None)
                 .await
         }
+        Op::PutOverSnapshot => run.put("a.md", "four").await,
+        Op::Fork => {
+            run.call(Method::POST, "/v1/host/workspace/forks", Some(json!({})))
+                .await
+        }
+        Op::DeleteSnapshot => {
+            let id = upload.expect("the snapshot");
+            run.call(
+                Method::DELETE,
+                &format!("/v1/host/workspace/snapshots/{id}"),
+                None,
+            )
+            .await
+        }
         Op::Commit => {
             run.call(
                 Method::POST,
@@ -499,12 +530,99 @@ async fn perform(run: &Run<'_>, op: Op, upload: Option<&str>) -> Reply {
 /// What `a.md` reads after the operation took effect.
 fn a_after(op: Op) -> Option<&'static str> {
     match op {
-        Op::Put | Op::Commit => Some("four"),
+        Op::Put | Op::Commit | Op::PutOverSnapshot => Some("four"),
         Op::Delete => None,
         Op::Restore => Some("two"),
         Op::UploadCommit => Some("uploaded"),
-        Op::Snapshot => Some("three"),
+        Op::Snapshot | Op::Fork | Op::DeleteSnapshot => Some("three"),
     }
+}
+
+/// After a put over the version a snapshot reads, broken anywhere: the snapshot still
+/// reads it. After the snapshot's deletion, acknowledged: it is gone, and once `a.md` is
+/// written past the retention window again nothing it held is kept.
+async fn check_snapshot_after(
+    after: &Run<'_>,
+    op: Op,
+    snapshot: Option<&str>,
+    acked: bool,
+    context: &str,
+) {
+    let id = snapshot.expect("the snapshot");
+    let through = after
+        .call(
+            Method::GET,
+            &format!("/v1/host/workspace/files/a.md?snapshot={id}"),
+            None,
+        )
+        .await;
+    if op == Op::PutOverSnapshot {
+        // Past the retention window: only the hold the put (or a later write) left keeps
+        // what the snapshot reads.
+        for content in ["five", "six", "seven"] {
+            after.put("a.md", content).await.assert_ok();
+        }
+        let through = after
+            .call(
+                Method::GET,
+                &format!("/v1/host/workspace/files/a.md?snapshot={id}"),
+                None,
+            )
+            .await;
+        assert_eq!(
+            through.json()["content"],
+            "three",
+            "{context}: a live snapshot lost what it reads ({})",
+            through.status
+        );
+        return;
+    }
+    if !acked {
+        // Not deleted, or deleted with its point still live: readable, or 404.
+        assert!(
+            through.status.as_u16() == 404 || through.json()["content"] == "three",
+            "{context}: {} {}",
+            through.status,
+            String::from_utf8_lossy(&through.body)
+        );
+        // A retry finishes the deletion.
+        let retried = after
+            .call(
+                Method::DELETE,
+                &format!("/v1/host/workspace/snapshots/{id}"),
+                None,
+            )
+            .await;
+        assert!(
+            matches!(retried.status.as_u16(), 204 | 404),
+            "{context}: retry {}",
+            retried.status
+        );
+    }
+    let through = after
+        .call(
+            Method::GET,
+            &format!("/v1/host/workspace/files/a.md?snapshot={id}"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        through.status.as_u16(),
+        404,
+        "{context}: deleted, still read"
+    );
+    for content in ["five", "six", "seven", "eight"] {
+        after.put("a.md", content).await.assert_ok();
+    }
+    let history = after
+        .call(Method::GET, "/v1/host/workspace/versions/a.md", None)
+        .await
+        .assert_ok();
+    let kept = history["versions"].as_array().map_or(0, Vec::len) as u64;
+    assert!(
+        kept <= crate::harness::LIMITS.max_versions,
+        "{context}: {kept} versions kept after the snapshot ended: {history}"
+    );
 }
 
 /// `a.md`'s content now (`None`: no live file), read through a restarted process.
@@ -638,7 +756,27 @@ where
                 };
                 let now = a_now(&after).await;
                 let changed = now.as_deref() != Some("three");
-                if op == Op::Snapshot {
+                if matches!(op, Op::PutOverSnapshot | Op::DeleteSnapshot) {
+                    check_snapshot_after(&after, op, upload.as_deref(), acked, &context).await;
+                }
+                if op == Op::Fork {
+                    assert_eq!(now.as_deref(), Some("three"), "{context}");
+                    if acked {
+                        let fork = reply.json()["workspaceId"]
+                            .as_str()
+                            .expect("workspaceId")
+                            .to_owned();
+                        let read = Run {
+                            h: &restarted,
+                            workspace: fork,
+                        };
+                        assert_eq!(
+                            a_now(&read).await.as_deref(),
+                            Some("three"),
+                            "{context}: an acknowledged fork reads its base"
+                        );
+                    }
+                } else if matches!(op, Op::Snapshot | Op::DeleteSnapshot) {
                     assert_eq!(now.as_deref(), Some("three"), "{context}");
                     if acked {
                         let id = reply.json()["snapshotId"].as_str().expect("id").to_owned();

@@ -25,6 +25,7 @@ pub mod mcp;
 pub mod memory;
 pub mod merge_model;
 pub mod pins;
+pub mod points;
 pub mod protocol;
 pub mod redaction;
 pub mod runs;
@@ -110,6 +111,8 @@ macro_rules! contract_tests {
             runs::runs_record_their_owner_and_refuse_other_workspaces,
             pins::snapshots_taken_during_pruning_writes_stay_readable,
             pins::pins_and_commits_compare_and_swap_on_the_head,
+            points::what_the_previous_build_stored_keeps_reading_and_expiring,
+            points::snapshots_taken_while_writers_run_read_one_state_that_existed,
             binary::binary_bodies_round_trip_every_byte_value,
             uploads::uploads_commit_files_beyond_the_inline_limit,
             uploads::uploads_with_other_bytes_than_declared_are_400_and_commit_nothing,

@@ -400,52 +400,78 @@ async fn the_sweeper_erases_expired_forks_and_nothing_else() {
 }
 
 /// The bench's AWS rows (`bench/run.py` runs this when an emulator is configured): the
-/// calls of forking a workspace of 10, 100 and 1,000 files (short paths), and of merging
-/// 1 and 10 changed files back into the 1,000-file one. Prints one `BENCH {json}` line.
+/// calls of taking a snapshot and of forking a workspace of 10, 1,000 and 10,000 files, and
+/// of merging 1, 10 and 100 changed paths (and discarding the fork, as the bench's HTTP
+/// merge does) into the 1,000- and the 10,000-file one. Prints one `BENCH {json}` line:
+/// `{"snapshot": {size: n}, "fork": {size: n}, "merge": {size: {changed: {"calls", "s3"}}}}`.
 #[tokio::test]
 #[ignore = "bench rows: run by bench/run.py"]
 async fn bench_fork_and_merge_calls_by_workspace_size() {
-    let sizes = [10usize, 100, 1000];
-    let changed = [1usize, 10];
-    let mut created = serde_json::Map::new();
+    let sizes = [10usize, 1_000, 10_000];
+    let merge_sizes = [1_000usize, 10_000];
+    let changed = [1usize, 10, 100];
+    let mut snapshot = serde_json::Map::new();
+    let mut forked = serde_json::Map::new();
     let mut merged = serde_json::Map::new();
-    for (k, &size) in sizes.iter().enumerate() {
+    let parent = Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice");
+    let path = |i: usize| format!("bench/{i:05}.md");
+    for &size in &sizes {
         let log = CallLog::default();
         let env = common::fresh(Some(log.interceptor())).await;
-        let svc = env.service_with_secrets(Limits::default());
-        let parent = Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice");
-        let path = |i: usize| format!("bench/{i:05}.md");
+        // Room for the largest workspace (the default quota is 1,000 files).
+        let svc = env.service_with_secrets(Limits {
+            max_files: 20_000,
+            ..Limits::default()
+        });
+        // One file through the service, the rest as copies of its items: moto copies the
+        // whole table for each transaction, so thousands of commits would take minutes.
         svc.put(&parent, put(&path(0), "base")).await.unwrap();
         copy_items(
             &env,
             &parent.scope,
             &path(0),
-            (0..size).map(path).collect(),
+            (1..size).map(path).collect(),
             false,
         )
         .await;
         log.reset();
-        let fork = svc
-            .create_fork(&parent, ForkRequest::default())
+        svc.create_snapshot(&parent).await.unwrap();
+        let calls = log.calls();
+        assert!(calls.iter().all(|c| !c.starts_with("S3.")), "{calls:?}");
+        snapshot.insert(size.to_string(), calls.len().into());
+        log.reset();
+        svc.create_fork(&parent, ForkRequest::default())
             .await
             .unwrap();
         let calls = log.calls();
-        assert!(calls.iter().all(|c| !c.starts_with("S3.")));
-        created.insert(size.to_string(), calls.len().into());
-        if k + 1 < sizes.len() {
+        assert!(calls.iter().all(|c| !c.starts_with("S3.")), "{calls:?}");
+        forked.insert(size.to_string(), calls.len().into());
+        if !merge_sizes.contains(&size) {
             continue;
         }
-        let mut fork = fork;
+        let mut by_changed = serde_json::Map::new();
         for &c in &changed {
+            // A fresh fork each time, its first `c` files changed: one through the service,
+            // the others as copies of its items (as `change_costs` does).
+            let fork = svc
+                .create_fork(&parent, ForkRequest::default())
+                .await
+                .unwrap();
             let in_fork = Identity::read_write(
                 Scope::new(parent.scope.tenant.clone(), fork.workspace.clone()),
                 "alice",
             );
-            for i in 0..c {
-                svc.put(&in_fork, put(&path(i), &format!("fork {c}")))
-                    .await
-                    .unwrap();
-            }
+            svc.put(&in_fork, put(&path(0), &format!("fork {c}")))
+                .await
+                .unwrap();
+            copy_items(
+                &env,
+                &in_fork.scope,
+                &path(0),
+                (1..c).map(path).collect(),
+                true,
+            )
+            .await;
             log.reset();
             let out = svc
                 .merge_fork(
@@ -455,22 +481,24 @@ async fn bench_fork_and_merge_calls_by_workspace_size() {
                         strategy: Strategy::Fail,
                         resolutions: Default::default(),
                         dry_run: false,
-                        discard_fork: false,
+                        discard_fork: true,
                         idempotency_key: None,
                     },
                 )
                 .await
                 .unwrap();
+            let calls = log.calls();
             assert!(matches!(out, MergeOutcome::Merged(ref r) if r.applied.len() == c));
-            merged.insert(c.to_string(), log.calls().len().into());
-            fork = svc
-                .create_fork(&parent, ForkRequest::default())
-                .await
-                .unwrap();
+            let s3 = calls.iter().filter(|x| x.starts_with("S3.")).count();
+            by_changed.insert(
+                c.to_string(),
+                serde_json::json!({ "calls": calls.len(), "s3": s3 }),
+            );
         }
+        merged.insert(size.to_string(), by_changed.into());
     }
     println!(
         "BENCH {}",
-        serde_json::json!({ "created": created, "merged": merged, "mergeWorkspace": 1000 })
+        serde_json::json!({ "snapshot": snapshot, "fork": forked, "merge": merged })
     );
 }

@@ -431,7 +431,19 @@ impl WorkspaceService {
     /// Deletes a snapshot: reads through it are 404 at once, and the versions only it held
     /// are released by the next commit to each path.
     pub async fn delete_snapshot(&self, who: &Identity, id: &str) -> Result<()> {
-        let snapshot = self.snapshot_header(&who.scope, id).await?;
+        let snapshot = match self.snapshot_header(&who.scope, id).await {
+            // A deletion stopped after its record went: its point still holds what it
+            // read. Ending it finishes the deletion (the record said nothing more).
+            Err(WorkspaceError::NotFound(_)) if who.paths.is_whole() => {
+                let now = self.clock.now_ms();
+                let points = self.meta.points(&who.scope).await?;
+                if !points.live.iter().any(|p| p.id == id && p.until > now) {
+                    return Err(unknown(id));
+                }
+                return self.end_point(&who.scope, id).await;
+            }
+            other => other?,
+        };
         // A path-scoped key deletes only what it could have taken itself: a snapshot taken
         // through globs it holds too. Decided on the record's globs, never on its files,
         // so the answer says nothing about paths the key cannot see.
@@ -446,14 +458,13 @@ impl WorkspaceService {
             )));
         }
         if snapshot.point.is_some() {
-            // The point ends first: the record gone and the point still live would only
-            // hold versions a little longer; the other way round, a read could find the
+            // The record goes first: stopped before its point ends, the point only holds
+            // what it read until its expiry; the other way round, a read could find the
             // record with what it saw already released.
-            self.end_point(&who.scope, id).await?;
             if !self.meta.delete_snapshot(&who.scope, id).await? {
                 return Err(unknown(id));
             }
-            return Ok(());
+            return self.end_point(&who.scope, id).await;
         }
         if !self.meta.delete_snapshot(&who.scope, id).await? {
             return Err(unknown(id));
