@@ -3,7 +3,7 @@
 //! reading and expiring after the upgrade, and a snapshot taken while writers rewrite the
 //! workspace reads one state that existed.
 
-use crate::harness::{scope, Harness, KEY_A, LIMITS};
+use crate::harness::{scope, Backend, Harness, KEY_A, KEY_TENANT, LIMITS};
 use http::Method;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -279,4 +279,101 @@ pub async fn snapshots_taken_while_writers_run_read_one_state_that_existed(h: Ha
         "only {} snapshots raced the writer",
         taken.len()
     );
+}
+
+/// A snapshot and a fork of workspaces of 0, 1 and 1,000 files cost the same number of
+/// store calls (counted at the ports, below the service): a point in history, not a copy
+/// of the heads. The same on every backend; the moto counts are in
+/// `shared/store-aws/tests/fork_calls.rs` (1,000 commits through moto take minutes).
+pub async fn snapshots_and_forks_cost_the_same_store_calls_at_any_size(backend: Backend) {
+    use crate::faults::{FaultPlan, FaultyBodies, FaultyMeta};
+    let plan = Arc::new(FaultPlan::default());
+    let counted = Backend {
+        meta: Arc::new(FaultyMeta(backend.meta.clone(), plan.clone())),
+        bodies: Arc::new(FaultyBodies(backend.bodies.clone(), plan.clone())),
+        secrets: backend.secrets.clone(),
+        guard: backend.guard,
+    };
+    let limits = workspace_core::Limits {
+        max_files: 2_000,
+        ..LIMITS
+    };
+    let h = Harness::with_limits(counted, limits).await;
+    let mut costs = Vec::new();
+    for n in [0usize, 1, 1000] {
+        let ws = format!("size{n}");
+        let send = |method: Method, uri: &str, body: Option<Value>| {
+            let mut c = h
+                .call(method, uri, Some(KEY_TENANT))
+                .header("x-workspace-id", &ws);
+            if let Some(b) = &body {
+                c = c.json(b);
+            }
+            c.send()
+        };
+        // The files, twenty per atomic commit (`maxCommitOperations`).
+        let paths: Vec<String> = (0..n).map(|i| format!("d/{i:05}.md")).collect();
+        for chunk in paths.chunks(20) {
+            let ops: Vec<Value> = chunk
+                .iter()
+                .map(|p| json!({"op": "put", "path": p, "content": "x"}))
+                .collect();
+            send(
+                Method::POST,
+                "/v1/host/workspace/commits",
+                Some(json!({ "operations": ops })),
+            )
+            .await
+            .assert_ok();
+        }
+        let before = plan.calls();
+        let snap = send(Method::POST, "/v1/host/workspace/snapshots", None)
+            .await
+            .assert_ok();
+        let snapshot_calls = plan.calls() - before;
+        let before = plan.calls();
+        let fork = send(Method::POST, "/v1/host/workspace/forks", Some(json!({})))
+            .await
+            .assert_ok();
+        let fork_calls = plan.calls() - before;
+        // Both read every file as it was, after it changed.
+        if let Some(last) = paths.last() {
+            send(
+                Method::PUT,
+                &format!("/v1/host/workspace/files/{last}"),
+                Some(json!({"content": "changed"})),
+            )
+            .await
+            .assert_ok();
+            let id = snap["snapshotId"].as_str().expect("id");
+            let through = send(
+                Method::GET,
+                &format!("/v1/host/workspace/files/{last}?snapshot={id}"),
+                None,
+            )
+            .await;
+            assert_eq!(content(&through), "x");
+            let fork = fork["workspaceId"].as_str().expect("fork").to_owned();
+            let forked = h
+                .call(
+                    Method::GET,
+                    &format!("/v1/host/workspace/files/{last}"),
+                    Some(KEY_TENANT),
+                )
+                .header("x-workspace-id", &fork)
+                .send()
+                .await;
+            assert_eq!(content(&forked), "x");
+        }
+        costs.push((n, snapshot_calls, fork_calls));
+    }
+    let (_, s0, f0) = costs[0];
+    for (n, s, f) in &costs {
+        assert_eq!(
+            (*s, *f),
+            (s0, f0),
+            "{n} files cost other calls than none: {costs:?}"
+        );
+    }
+    assert!(s0 <= 4 && f0 <= 4, "{costs:?}");
 }

@@ -105,3 +105,11 @@ mod one_commit {
     use super::backend;
     workspace_contract::one_commit_merge_tests!(backend);
 }
+
+#[tokio::test]
+async fn snapshots_and_forks_cost_the_same_store_calls_at_any_size() {
+    workspace_contract::points::snapshots_and_forks_cost_the_same_store_calls_at_any_size(
+        backend().await,
+    )
+    .await;
+}

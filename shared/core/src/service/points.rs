@@ -1,7 +1,7 @@
 //! Snapshots and fork bases as points in history: taking one writes the scope's point
 //! registry and the record, whatever the number of files; the commits that supersede a
 //! version some live point can read hold it. The protocol and its failure interleavings
-//! are in `docs/design.md` ("Snapshots and forks as points in history").
+//! are in `docs/design.md` ("Snapshots and retention").
 //!
 //! - Every commit records the registry revision it was planned under as its version's
 //!   `point`, and is conditioned on the registry still being at that revision

@@ -340,6 +340,7 @@ fn schemas() -> Value {
                 "properties": {
                     "files": { "type": "array", "items": schema("PinnedFile") },
                     "paths": { "type": "array", "items": { "type": "string" }, "description": "The globs of the path-scoped key that took it." },
+                    "moreFiles": { "type": "boolean", "description": "In a creation's answer only: it lists the first 100 files, and more follow (GET lists them all)." },
                 },
             }],
         },
