@@ -73,7 +73,7 @@ pub enum Command {
         /// Read this version of the current lineage
         #[arg(long, value_name = "N", conflicts_with = "snapshot")]
         version: Option<u64>,
-        /// Read the file as a snapshot pinned it
+        /// Read the file as it was when a snapshot was taken
         #[arg(long, value_name = "ID")]
         snapshot: Option<String>,
     },
@@ -165,7 +165,7 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         snapshot: Option<String>,
     },
-    /// Snapshots: every live file pinned at one instant
+    /// Snapshots: every live file as it was at one instant
     #[command(subcommand)]
     Snapshot(SnapshotCommand),
     /// Forks: a private copy of the workspace for a sub-agent, its diff, the merge back

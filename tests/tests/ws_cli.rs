@@ -627,7 +627,7 @@ fn snapshots_create_list_show_and_read_through() {
         .ok();
     let id = created.text().trim().to_owned();
     assert!(!id.is_empty() && !id.contains('\n'), "the id alone: {id:?}");
-    assert!(created.err.contains("1 file pinned"), "{}", created.err);
+    assert!(created.err.contains("1 file held"), "{}", created.err);
     m.put("state.md", b"after\n");
 
     assert_eq!(

@@ -37,9 +37,15 @@ async fn create(ctx: &Ctx, label: Option<String>, keep: bool) -> Result<()> {
     }
     // The id alone on stdout, so `SNAP=$(ws snapshot create)` works; the rest for people.
     output::out(&format!("{}\n", output::cell(&answer["snapshotId"])));
+    // The answer lists the first files only when there are many (`moreFiles`).
     let files = answer["files"].as_array().map_or(0, Vec::len);
     let plural = if files == 1 { "" } else { "s" };
-    eprintln!("{files} file{plural} pinned; {}", expiry(&answer));
+    let more = if answer["moreFiles"] == json!(true) {
+        "+"
+    } else {
+        ""
+    };
+    eprintln!("{files}{more} file{plural} held; {}", expiry(&answer));
     Ok(())
 }
 

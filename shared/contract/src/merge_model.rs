@@ -1,8 +1,9 @@
 //! A model of a fork's merge for property tests on every backend: for random writes and
-//! deletes on a workspace and on its fork, then a merge with each strategy, the workspace
-//! ends exactly as the model says (so nothing outside the fork's changes moved, and a
-//! refused merge changed nothing), and after a successful merge the fork holds the same
-//! files. Requests go through the real router.
+//! deletes on a workspace and on its fork, and rebases of the fork with each strategy
+//! between them, then a merge with each strategy, both sides end exactly as the model says
+//! (so nothing outside the other side's changes moved, and a refused rebase or merge
+//! changed nothing), and after a successful merge the fork holds the same files. Requests
+//! go through the real router.
 
 use crate::harness::{file_uri, Harness, KEY_A};
 use http::Method;
@@ -27,6 +28,10 @@ pub enum Op {
         fork: bool,
         path: usize,
     },
+    /// The parent's changes since the base brought into the fork; the base moves.
+    Rebase {
+        strategy: usize,
+    },
 }
 
 pub fn op() -> impl Strategy<Value = Op> {
@@ -39,6 +44,7 @@ pub fn op() -> impl Strategy<Value = Op> {
             }
         }),
         (any::<bool>(), 0..PATHS.len()).prop_map(|(fork, path)| Op::Delete { fork, path }),
+        (0..STRATEGIES.len()).prop_map(|strategy| Op::Rebase { strategy }),
     ]
 }
 
@@ -105,27 +111,123 @@ fn model_merge(
     }
 }
 
-async fn apply(h: &Harness, fork: &str, op: &Op, parent: &mut Files, forked: &mut Files) {
-    let (on_fork, path) = match op {
-        Op::Put { fork, path, .. } | Op::Delete { fork, path } => (*fork, PATHS[*path]),
+/// What the model says a rebase does: `Ok(fork after)` (the parent stays as it is) or
+/// `Err(conflicting paths)`.
+fn model_rebase(
+    base: &Files,
+    fork: &Files,
+    parent: &Files,
+    strategy: &str,
+) -> Result<Files, Vec<String>> {
+    let mut out = fork.clone();
+    let mut conflicts = Vec::new();
+    for p in PATHS {
+        let (b, f, q) = (base.get(*p), fork.get(*p), parent.get(*p));
+        let (fork_changed, parent_changed) = (f != b, q != b);
+        let result = if !parent_changed || f == q {
+            f
+        } else if !fork_changed {
+            q
+        } else {
+            match strategy {
+                "fork-wins" => f,
+                "parent-wins" => q,
+                _ => {
+                    conflicts.push((*p).to_owned());
+                    continue;
+                }
+            }
+        };
+        match result {
+            Some(c) => out.insert((*p).to_owned(), c.clone()),
+            None => out.remove(*p),
+        };
+    }
+    if conflicts.is_empty() {
+        Ok(out)
+    } else {
+        Err(conflicts)
+    }
+}
+
+/// The paths a refused rebase or merge names.
+fn conflicts_of(v: &serde_json::Value) -> Vec<String> {
+    v["details"]["conflicts"]
+        .as_array()
+        .expect("conflicts")
+        .iter()
+        .filter_map(|c| c["path"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The sides as the model has them: the base, the parent, the fork.
+struct Sides {
+    base: Files,
+    parent: Files,
+    forked: Files,
+}
+
+async fn apply(h: &Harness, fork: &str, op: &Op, sides: &mut Sides) {
+    let (on_fork, path, content) = match op {
+        Op::Put {
+            fork,
+            path,
+            content,
+        } => (*fork, PATHS[*path], Some(CONTENTS[*content])),
+        Op::Delete { fork, path } => (*fork, PATHS[*path], None),
+        Op::Rebase { strategy } => {
+            let strategy = STRATEGIES[*strategy];
+            let r = h
+                .call(
+                    Method::POST,
+                    &format!("/v1/host/workspace/forks/{fork}/rebase"),
+                    Some(KEY_A),
+                )
+                .json(&json!({ "strategy": strategy }))
+                .send()
+                .await;
+            match model_rebase(&sides.base, &sides.forked, &sides.parent, strategy) {
+                Ok(after) => {
+                    r.assert_ok();
+                    sides.forked = after;
+                    sides.base = sides.parent.clone();
+                }
+                Err(conflicts) => {
+                    let v = r.assert_error(409, "workspace_conflict");
+                    assert_eq!(conflicts_of(&v), conflicts, "a rebase's conflicts");
+                }
+            }
+            assert_eq!(
+                state(h, Some(fork)).await,
+                sides.forked,
+                "the fork after {op:?}"
+            );
+            assert_eq!(
+                state(h, None).await,
+                sides.parent,
+                "a rebase leaves the parent"
+            );
+            return;
+        }
     };
-    let mut call = match op {
-        Op::Put { content, .. } => h
+    let (parent, forked) = (&mut sides.parent, &mut sides.forked);
+    let mut call = match content {
+        Some(c) => h
             .call(Method::PUT, &file_uri(path), Some(KEY_A))
-            .json(&json!({ "content": CONTENTS[*content] })),
-        Op::Delete { .. } => h.call(Method::DELETE, &file_uri(path), Some(KEY_A)),
+            .json(&json!({ "content": c })),
+        None => h.call(Method::DELETE, &file_uri(path), Some(KEY_A)),
     };
     if on_fork {
         call = call.header("x-workspace-id", fork);
     }
     let r = call.send().await;
     let side = if on_fork { forked } else { parent };
-    match op {
-        Op::Put { content, .. } => {
+    match content {
+        Some(c) => {
             r.assert_ok();
-            side.insert(path.to_owned(), CONTENTS[*content].to_owned());
+            side.insert(path.to_owned(), c.to_owned());
         }
-        Op::Delete { .. } if side.remove(path).is_some() => {
+        None if side.remove(path).is_some() => {
             assert_eq!(
                 r.status.as_u16(),
                 204,
@@ -133,7 +235,7 @@ async fn apply(h: &Harness, fork: &str, op: &Op, parent: &mut Files, forked: &mu
                 String::from_utf8_lossy(&r.body)
             );
         }
-        Op::Delete { .. } => {
+        None => {
             r.assert_error(404, "not_found");
         }
     }
@@ -149,11 +251,19 @@ pub async fn run_case(h: Harness, seed: Vec<(usize, usize)>, ops: Vec<Op>, strat
         parent.insert(PATHS[path].to_owned(), CONTENTS[content].to_owned());
     }
     let fork = h.new_fork(KEY_A).await;
-    let base = parent.clone();
-    let mut forked = parent.clone();
+    let mut sides = Sides {
+        base: parent.clone(),
+        forked: parent.clone(),
+        parent,
+    };
     for op in &ops {
-        apply(&h, &fork, op, &mut parent, &mut forked).await;
+        apply(&h, &fork, op, &mut sides).await;
     }
+    let Sides {
+        base,
+        parent,
+        forked,
+    } = sides;
     assert_eq!(
         state(&h, None).await,
         parent,
@@ -184,13 +294,7 @@ pub async fn run_case(h: Harness, seed: Vec<(usize, usize)>, ops: Vec<Op>, strat
         }
         Err(conflicts) => {
             let v = r.assert_error(409, "workspace_conflict");
-            let got: Vec<String> = v["details"]["conflicts"]
-                .as_array()
-                .expect("conflicts")
-                .iter()
-                .filter_map(|c| c["path"].as_str().map(str::to_owned))
-                .collect::<Vec<_>>();
-            assert_eq!(got, conflicts);
+            assert_eq!(conflicts_of(&v), conflicts);
             assert_eq!(
                 state(&h, None).await,
                 parent,
