@@ -41,6 +41,8 @@ pub const MAX_FORKS_PAGE: usize = 100;
 pub const MAX_FORK_DIFF_PAGE: usize = 1000;
 /// Paths one merge request may resolve.
 pub const MAX_RESOLUTIONS: usize = 1000;
+/// Changed paths whose base and parent a diff reads side by side.
+const SIDE_READS: usize = 16;
 /// How long before it lands a commit's change-log entry may be stamped (each commit
 /// attempt reads the clock, then runs one store transaction), with room for the clocks of
 /// two hosts to differ: a fork's changes since its base are read from this long before the
@@ -838,16 +840,33 @@ impl WorkspaceService {
             self.changed_paths(&base.parent, prefix, base.record.base_created_at)
                 .await?,
         );
+        // Each path's base and parent, a few paths side by side.
+        let base = Arc::new(base);
+        let paths: Vec<String> = paths.into_iter().collect();
+        let mut read: BTreeMap<String, (Option<SnapshotFile>, Option<Head>)> = BTreeMap::new();
+        for chunk in paths.chunks(SIDE_READS) {
+            let mut tasks = tokio::task::JoinSet::new();
+            for path in chunk {
+                let (forks, base, path) = (self.forks.clone(), base.clone(), path.clone());
+                tasks.spawn(async move {
+                    let fp = FilePath::parse(&path)?;
+                    let (at_base, now) = tokio::join!(
+                        forks.base_file(&base, &fp),
+                        forks.stored().head(&base.parent, &fp)
+                    );
+                    Ok::<_, WorkspaceError>((path, at_base?, now?))
+                });
+            }
+            while let Some(done) = tasks.join_next().await {
+                let (path, at_base, now) = done.map_err(WorkspaceError::internal)??;
+                read.insert(path, (at_base, now));
+            }
+        }
         let (mut base_map, mut fork, mut parent) =
             (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
         let mut base_files = BTreeMap::new();
-        for path in paths {
-            let fp = FilePath::parse(&path)?;
-            let (at_base, now) = tokio::join!(
-                self.forks.base_file(&base, &fp),
-                self.forks.stored().head(&base.parent, &fp)
-            );
-            if let Some(f) = at_base? {
+        for (path, (at_base, now)) in read {
+            if let Some(f) = at_base {
                 base_map.insert(path.clone(), state_of_file(&f));
                 base_files.insert(path.clone(), f);
             }
@@ -862,7 +881,7 @@ impl WorkspaceService {
                     }
                 }
             }
-            if let Some(h) = now?.filter(|h| h.is_live()) {
+            if let Some(h) = now.filter(|h| h.is_live()) {
                 parent.insert(path, state_of_head(&h));
             }
         }
