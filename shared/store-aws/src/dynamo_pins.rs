@@ -62,7 +62,7 @@ impl DynamoMeta {
     /// The point registry, read strongly consistently (revision 0 when never written).
     pub(crate) async fn get_points_item(&self, scope: &Scope) -> Result<Points> {
         match self
-            .get_item(layout::partition(scope), layout::POINTS_SK.to_owned())
+            .get_item(layout::partition(scope), layout::POINTS_LIST_SK.to_owned())
             .await?
         {
             Some(item) => items::points_from(&item),
@@ -70,9 +70,10 @@ impl DynamoMeta {
         }
     }
 
-    /// The registry replaced on condition of its revision, with the snapshot record when
-    /// given: one `TransactWriteItems` (a record too large for one item is refused: a
-    /// point's record holds no files).
+    /// The registry replaced on condition of its revision (the revision item, and the list
+    /// beside it), with the snapshot record and the fork record when given: one
+    /// `TransactWriteItems` (a record too large for one item is refused: a point's record
+    /// holds no files).
     pub(crate) async fn swap_points_item(
         &self,
         scope: &Scope,
@@ -81,7 +82,15 @@ impl DynamoMeta {
         with: workspace_core::ports::PointRecords<'_>,
     ) -> Result<bool> {
         let pk = layout::partition(scope);
-        let item = items::points_item(scope, pk.clone(), layout::POINTS_SK.to_owned(), points)?;
+        let item =
+            items::points_rev_item(scope, pk.clone(), layout::POINTS_SK.to_owned(), points.rev);
+        let list =
+            items::points_item(scope, pk.clone(), layout::POINTS_LIST_SK.to_owned(), points)?;
+        let list = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(list))
+            .build()
+            .map_err(aws_err)?;
         let mut put = Put::builder().table_name(&self.table).set_item(Some(item));
         put = if expect_rev == 0 {
             put.condition_expression("attribute_not_exists(pk)")
@@ -89,9 +98,12 @@ impl DynamoMeta {
             put.condition_expression("rev = :rev")
                 .expression_attribute_values(":rev", n(expect_rev))
         };
-        let mut ops = vec![TransactWriteItem::builder()
-            .put(put.build().map_err(aws_err)?)
-            .build()];
+        let mut ops = vec![
+            TransactWriteItem::builder()
+                .put(put.build().map_err(aws_err)?)
+                .build(),
+            TransactWriteItem::builder().put(list).build(),
+        ];
         if let Some(snap) = with.snapshot {
             let record = items::snapshot_item(scope, pk, layout::snapshot_sk(&snap.id), snap)?;
             let record = Put::builder()

@@ -274,8 +274,16 @@ pub fn record_item(scope: &Scope, kind: &str, key: &str, record: &StoredRecord) 
     item
 }
 
-/// The point registry item: its revision, and the live points as one JSON attribute
-/// (bounded by `MAX_LIVE_POINTS`, far below the 400 KB an item holds).
+/// The point registry's revision item: the revision alone (what commits check).
+pub fn points_rev_item(scope: &Scope, pk: String, sk: String, rev: u64) -> Item {
+    let mut item = Item::new();
+    scope_attrs(&mut item, scope, pk, sk, "pointsRev");
+    item.insert("rev".into(), n(rev));
+    item
+}
+
+/// The point registry's list item: its revision, and the live points as one JSON attribute
+/// (bounded by `MAX_LIVE_POINTS`: about 220 KB at most, below the 400 KB an item holds).
 pub fn points_item(scope: &Scope, pk: String, sk: String, points: &Points) -> Result<Item> {
     let mut item = Item::new();
     scope_attrs(&mut item, scope, pk, sk, "points");

@@ -62,8 +62,14 @@ pub fn idempotency_sk(key: &str) -> String {
     format!("idem#{key}")
 }
 
-/// Sort key of the workspace's point registry (snapshots and fork bases as points).
+/// Sort key of the workspace's point registry revision (snapshots and fork bases as
+/// points): a tiny item every commit's `ConditionCheck` names, so a commit's write units do
+/// not grow with the number of live points.
 pub const POINTS_SK: &str = "points";
+
+/// Sort key of the registry's live points (with the same revision), written with the
+/// revision item in one transaction and read instead of it.
+pub const POINTS_LIST_SK: &str = "points#live";
 
 /// Sort key of the workspace's live-file counter.
 pub const COUNT_SK: &str = "count";
