@@ -215,8 +215,8 @@ pub async fn what_the_previous_build_stored_keeps_reading_and_expiring(h: Harnes
     );
 }
 
-/// Snapshots taken while a writer in another process (its own kept registry, as another
-/// Lambda container has) rewrites two files in turn (`a.md` then `b.md`, each to the
+/// Snapshots and forks taken while a writer in another process (its own kept registry, as
+/// another Lambda container has) rewrites two files in turn (`a.md` then `b.md`, each to the
 /// round's number) each read one state that existed between their request and their
 /// answer: `b <= a <= b + 1`, no older than the last round acknowledged before the request,
 /// no newer than the round begun when it answered.
@@ -247,19 +247,31 @@ pub async fn snapshots_taken_while_writers_run_read_one_state_that_existed(h: Ha
             }
         })
     };
+    // Snapshots and forks in turn: (snapshot id or fork workspace, is a fork, lo, hi).
     let mut taken = Vec::new();
     while !writer.is_finished() {
         let lo = acked.load(Ordering::SeqCst);
-        let snap = h.snapshot(KEY_A).await.assert_ok();
+        let fork = taken.len() % 2 == 1;
+        let id = if fork {
+            h.new_fork(KEY_A).await
+        } else {
+            let snap = h.snapshot(KEY_A).await.assert_ok();
+            snap["snapshotId"].as_str().expect("id").to_owned()
+        };
         let hi = begun.load(Ordering::SeqCst);
-        taken.push((snap["snapshotId"].as_str().expect("id").to_owned(), lo, hi));
+        taken.push((id, fork, lo, hi));
     }
     writer.await.expect("writer");
-    for (id, lo, hi) in &taken {
+    for (id, fork, lo, hi) in &taken {
         let read = |path: &'static str| {
-            let (h, id) = (&h, id.clone());
+            let (h, id, fork) = (&h, id.clone(), *fork);
             async move {
-                content(&h.get_in(KEY_A, &id, path).await)
+                let r = if fork {
+                    h.fork_get(KEY_A, &id, path).await
+                } else {
+                    h.get_in(KEY_A, &id, path).await
+                };
+                content(&r)
                     .as_str()
                     .expect("text")
                     .parse::<u64>()
