@@ -11,7 +11,6 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 use workspace_core::keys::KeyStore;
-use workspace_core::scope::Scope;
 use workspace_store_aws::keys_table::DynamoKeys;
 use workspace_store_aws::{items, layout};
 use workspace_tests::rie::{self, build_bootstraps, emulate, sam_local, Emulated};
@@ -756,11 +755,9 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     assert_eq!(allowed["isAuthorized"], true, "{allowed}");
     assert_eq!(allowed["context"]["tenant_id"], "acme", "{allowed}");
 
-    // A fork (`create-fork.json`) whose base's file list is stored in parts, as the base
-    // of a workspace of about a thousand long paths is (over 350 KB): here the base is
-    // rewritten into that form (the store's own part item; the record then names its
-    // parts and holds no files), so a few files stand for a thousand. A delete in the fork
-    // of a file it inherits reads the base and its parts; the parent keeps its file.
+    // A fork (`create-fork.json`): its base is a point in the parent's history, a record
+    // that lists no file whatever the workspace's size. A delete in the fork of a file it
+    // inherits reads the parent at that point; the parent keeps its file.
     let forked = invoke(&snapshots_fn, "create-fork.json").await;
     assert_eq!(status(&forked), 201, "{forked}");
     let fork = body(&forked)["forkId"].as_str().expect("forkId").to_owned();
@@ -769,8 +766,7 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         .expect("the base's snapshotId")
         .to_owned();
     let base_sk = layout::snapshot_sk(&base_id);
-    let part_sk = layout::snapshot_part_sk(&base_id, 0);
-    let mut base = env
+    let base = env
         .clients
         .dynamodb
         .get_item()
@@ -786,22 +782,9 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         .expect("the fork's base snapshot in the parent");
     let snapshot = items::snapshot_from(&base).expect("a snapshot record");
     assert!(
-        snapshot.files.iter().any(|f| f.path == "notes/thrice.md"),
-        "the base holds notes/thrice.md: {:?}",
-        snapshot.files
+        snapshot.point.is_some() && snapshot.files.is_empty(),
+        "the base is a point: {snapshot:?}"
     );
-    let part = items::snapshot_part_item(
-        &Scope::parse("acme", "main").unwrap(),
-        main.to_owned(),
-        part_sk.clone(),
-        items::get_s(&base, "files").expect("an inline file list"),
-        &snapshot,
-    );
-    base.insert("files".to_owned(), items::s("[]"));
-    base.insert("parts".to_owned(), items::n(1));
-    for item in [part, base] {
-        seed_item(&env, item).await;
-    }
     // An edit of a file event: `path` in the fork.
     let at = |path: &'static str| {
         let fork = fork.clone();
@@ -818,7 +801,7 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     assert_eq!(
         (status(&kept), body(&kept)["content"].as_str()),
         (200, Some("hello fresh")),
-        "still inherited through the base's parts: {kept}"
+        "still inherited through the base: {kept}"
     );
     let parent = invoke_edited(&get_fn, "get-file.json", file_at("notes/thrice.md")).await;
     assert_eq!(
@@ -829,7 +812,7 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     // The fork writes a file (a body under its prefix), then ends: its record expired (as
     // DynamoDB's TTL has not removed it yet). The hourly sweep finds the fork by its keys in
     // the bucket, reads its record, erases its partition and bodies and deletes its base
-    // (and the base's part) in the parent.
+    // in the parent.
     let wrote = invoke_edited(&put_fn, "put-file.json", |e| {
         put_at("notes/fork.md", "written in the fork")(e);
         e["headers"]["x-workspace-id"] = fork.clone().into();
@@ -881,10 +864,6 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     assert!(
         !item_exists(&env, main, &base_sk).await,
         "its base is deleted"
-    );
-    assert!(
-        !item_exists(&env, main, &part_sk).await,
-        "and the base's part"
     );
     let parent = invoke_edited(&get_fn, "get-file.json", file_at("notes/thrice.md")).await;
     assert_eq!(
