@@ -80,35 +80,7 @@ fn model_merge(
     parent: &Files,
     strategy: &str,
 ) -> Result<Files, Vec<String>> {
-    let mut out = parent.clone();
-    let mut conflicts = Vec::new();
-    for p in PATHS {
-        let (b, f, q) = (base.get(*p), fork.get(*p), parent.get(*p));
-        let (fork_changed, parent_changed) = (f != b, q != b);
-        let result = if !fork_changed || f == q {
-            q
-        } else if !parent_changed {
-            f
-        } else {
-            match strategy {
-                "fork-wins" => f,
-                "parent-wins" => q,
-                _ => {
-                    conflicts.push((*p).to_owned());
-                    continue;
-                }
-            }
-        };
-        match result {
-            Some(c) => out.insert((*p).to_owned(), c.clone()),
-            None => out.remove(*p),
-        };
-    }
-    if conflicts.is_empty() {
-        Ok(out)
-    } else {
-        Err(conflicts)
-    }
+    model_combine(base, fork, parent, strategy, false)
 }
 
 /// What the model says a rebase does: `Ok(fork after)` (the parent stays as it is) or
@@ -119,15 +91,33 @@ fn model_rebase(
     parent: &Files,
     strategy: &str,
 ) -> Result<Files, Vec<String>> {
-    let mut out = fork.clone();
+    model_combine(base, fork, parent, strategy, true)
+}
+
+/// One side takes the other's changes since the base (the parent the fork's in a merge,
+/// the fork the parent's in a rebase); a path both changed differently is settled by the
+/// strategy (`fork-wins`, `parent-wins`) or is a conflict.
+fn model_combine(
+    base: &Files,
+    fork: &Files,
+    parent: &Files,
+    strategy: &str,
+    into_fork: bool,
+) -> Result<Files, Vec<String>> {
+    let (target, source) = if into_fork {
+        (fork, parent)
+    } else {
+        (parent, fork)
+    };
+    let mut out = target.clone();
     let mut conflicts = Vec::new();
     for p in PATHS {
         let (b, f, q) = (base.get(*p), fork.get(*p), parent.get(*p));
-        let (fork_changed, parent_changed) = (f != b, q != b);
-        let result = if !parent_changed || f == q {
-            f
-        } else if !fork_changed {
-            q
+        let (t, s) = (target.get(*p), source.get(*p));
+        let result = if s == b || t == s {
+            t
+        } else if t == b {
+            s
         } else {
             match strategy {
                 "fork-wins" => f,

@@ -69,30 +69,19 @@ fn unknown(id: &str) -> WorkspaceError {
     ))
 }
 
+/// A pinned snapshot's file: the head without its lineage and body (reads go through the
+/// pinned version item).
 fn snapshot_file(h: &Head) -> SnapshotFile {
     SnapshotFile {
-        path: h.path.clone(),
-        version: h.version,
-        seq: h.seq,
-        etag: h.etag.clone(),
-        size: h.size,
-        content_type: h.content_type.clone(),
-        updated_at: h.updated_at,
-        sha256: h.sha256.clone(),
-        kept: None,
-        erased: false,
         lineage: String::new(),
         body: None,
+        ..SnapshotFile::of_head(h)
     }
 }
 
 /// A fork base's file: with the lineage and body a fork reads it by.
 fn base_file(h: &Head) -> SnapshotFile {
-    SnapshotFile {
-        lineage: h.lineage.clone(),
-        body: h.body.clone(),
-        ..snapshot_file(h)
-    }
+    SnapshotFile::of_head(h)
 }
 
 /// What a plain snapshot's id starts with (runs' start with `run_`): creation time first,
