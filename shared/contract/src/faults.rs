@@ -651,7 +651,7 @@ async fn assert_bodies_consistent(
         let p = FilePath::parse(path).expect("path");
         if let Some(head) = meta.head(scope, &p).await.expect("head") {
             if let Some(body) = head.body.as_ref().filter(|_| head.is_live()) {
-                let got = bodies.get(body).await.expect("body read");
+                let got = crate::body_bytes(bodies, body).await;
                 assert!(
                     got.is_some(),
                     "{context}: the head of {path} names a body that is gone"
@@ -664,7 +664,7 @@ async fn assert_bodies_consistent(
             .expect("versions")
         {
             if let Some(body) = &v.body {
-                let got = bodies.get(body).await.expect("body read");
+                let got = crate::body_bytes(bodies, body).await;
                 assert!(
                     got.is_some(),
                     "{context}: version {} of {path} names a body that is gone",
@@ -1090,7 +1090,7 @@ async fn assert_bodies_named(
         {
             if let Some(body) = &v.body {
                 assert!(
-                    bodies.get(body).await.expect("body read").is_some(),
+                    crate::body_bytes(bodies, body).await.is_some(),
                     "{context}: version {} of {path} names a body that is gone",
                     v.version
                 );

@@ -64,6 +64,10 @@ pub const LIMITS: Limits = Limits {
     max_upload_bytes: 4096,
 };
 
+/// The harness's inline-body threshold: small, so a case's short texts are kept inline and
+/// its longer ones in the body store, and both paths run everywhere.
+pub const INLINE_BODY_BYTES: u64 = 64;
+
 /// Largest file the harness's search indexes (small, so an oversized file is cheap).
 pub const SEARCH_MAX_FILE_BYTES: u64 = 600;
 /// Bytes of text one of the harness's searches may scan (small, so the bound is reached).
@@ -409,6 +413,8 @@ impl Harness {
             limits,
         )
         .with_secrets(backend.secrets.clone())
+        // Both kinds of body in every case: a short text inline, a longer one in the store.
+        .with_inline_body_bytes(INLINE_BODY_BYTES)
         // Stores that cannot presign get upload URLs the harness routes back to its app.
         .with_upload_signer(LocalPresign {
             signer: UrlSigner::new(b"contract-suite-signing-secret-32".to_vec()),
@@ -528,11 +534,8 @@ impl Harness {
             .await
             .expect("head read")
             .expect("a head");
-        let raw = self
-            .bodies
-            .get(head.body.as_ref().expect("a live body"))
+        let raw = crate::body_bytes(&*self.bodies, head.body.as_ref().expect("a live body"))
             .await
-            .expect("body read")
             .expect("the body exists");
         String::from_utf8(raw).expect("a text body")
     }

@@ -38,6 +38,18 @@ pub mod uploads;
 
 pub use harness::{Backend, Capabilities, Harness};
 
+/// A body's bytes wherever they are kept: inline in its item, or in the body store
+/// (`None`: gone from the store).
+pub async fn body_bytes(
+    bodies: &dyn workspace_core::ports::Bodies,
+    body: &workspace_core::model::BodyRef,
+) -> Option<Vec<u8>> {
+    match &body.inline {
+        Some(bytes) => Some(bytes.0.clone()),
+        None => bodies.get(body).await.expect("body read"),
+    }
+}
+
 /// Expands to one test per contract case for the backend `make` builds.
 #[macro_export]
 macro_rules! contract_tests {

@@ -54,11 +54,8 @@ pub async fn mcp_writes_are_versions_redacted_and_bounded_like_put(h: Harness) {
         .await
         .unwrap()
         .expect("head");
-    let raw = h
-        .bodies
-        .get(head.body.as_ref().expect("body"))
+    let raw = crate::body_bytes(&*h.bodies, head.body.as_ref().expect("body"))
         .await
-        .unwrap()
         .expect("raw");
     assert!(!String::from_utf8_lossy(&raw).contains(SECRET_AWS_KEY_ID));
 

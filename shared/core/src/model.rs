@@ -9,12 +9,71 @@ use sha2::{Digest, Sha256};
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
 
-/// Where a body lives in the body store: a key plus the store's own version id
-/// (an S3 VersionId on AWS), so a read always gets exactly the committed bytes.
+/// Where a body lives: in the body store, by key plus the store's own version id (an S3
+/// VersionId on AWS), so a read always gets exactly the committed bytes; or, for a small
+/// body, inline with its commit in the metadata store (`crate::blob::inline`: no body store
+/// round trip at all), with an empty key and version id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BodyRef {
     pub key: String,
     pub version_id: String,
+    /// The bytes themselves, for a body kept inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<InlineBody>,
+}
+
+impl BodyRef {
+    /// A body in the body store.
+    pub fn stored(key: impl Into<String>, version_id: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            version_id: version_id.into(),
+            inline: None,
+        }
+    }
+
+    /// A body kept inline with its commit.
+    pub fn inline(bytes: Vec<u8>) -> Self {
+        Self {
+            key: String::new(),
+            version_id: String::new(),
+            inline: Some(InlineBody(bytes)),
+        }
+    }
+
+    pub fn is_inline(&self) -> bool {
+        self.inline.is_some()
+    }
+}
+
+/// The bytes of an inline body; base64 where the record is JSON (the embedded store), a
+/// binary attribute on DynamoDB.
+#[derive(Clone, PartialEq, Eq)]
+pub struct InlineBody(pub Vec<u8>);
+
+impl std::fmt::Debug for InlineBody {
+    // Never the content: a body must not reach a log line through a `{:?}`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "InlineBody({} bytes)", self.0.len())
+    }
+}
+
+impl Serialize for InlineBody {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use base64::Engine;
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(&self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for InlineBody {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use base64::Engine;
+        let text = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map(InlineBody)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// The current state of one path. `seq` counts every commit to the path across lineages and

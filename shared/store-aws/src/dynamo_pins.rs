@@ -327,7 +327,7 @@ impl DynamoMeta {
                 .key("pk", s(pk.clone()))
                 .key("sk", s(sk.clone()))
                 .update_expression(
-                    "SET erasedBy = :by, erasedAt = :at REMOVE bodyKey, bodyVersionId",
+                    "SET erasedBy = :by, erasedAt = :at REMOVE bodyKey, bodyVersionId, body",
                 )
                 .condition_expression("attribute_exists(pk) AND attribute_not_exists(erasedAt)")
                 .expression_attribute_values(":by", s(&erasure.by))
@@ -566,10 +566,10 @@ mod tests {
             kept: None,
             erased: false,
             lineage: "0123456789abcdef0123456789abcdef".to_owned(),
-            body: Some(BodyRef {
-                key: format!("t/acme/w/main/files/{}/{i:05}.md", "d".repeat(246)),
-                version_id: "v".repeat(32),
-            }),
+            body: Some(BodyRef::stored(
+                format!("t/acme/w/main/files/{}/{i:05}.md", "d".repeat(246)),
+                "v".repeat(32),
+            )),
         }
     }
 

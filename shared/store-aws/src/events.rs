@@ -64,6 +64,45 @@ fn is_version(img: &Image) -> bool {
     text(img, "kind").as_deref() == Some("version")
 }
 
+/// A change-log entry of an erase (`Change::of_erase`).
+fn is_erase_entry(img: &Image) -> bool {
+    text(img, "kind").as_deref() == Some("change")
+        && matches!(img.get("erased"), Some(Attr::Bool(true)))
+}
+
+/// The erase a change-log entry records, as its event.
+fn erase_in(img: &Image, malformed: impl Fn(&str) -> WorkspaceError) -> Result<WorkspaceEvent> {
+    let field = |k: &str| text(img, k).ok_or_else(|| malformed(k));
+    let number = |k: &str| num::<u64>(img, k).ok_or_else(|| malformed(k));
+    let erased = VersionRecord {
+        seq: number("seq")?,
+        lineage: String::new(),
+        version: number("version")?,
+        etag: field("etag")?,
+        size: 0,
+        sha256: String::new(),
+        content_type: field("contentType")?,
+        body: None,
+        updated_at: 0,
+        principal: String::new(),
+        deleted: false,
+        erased: None,
+        merge: None,
+        point: 0,
+    };
+    let by = Erasure {
+        by: field("principal")?,
+        at: num(img, "at").ok_or_else(|| malformed("at"))?,
+    };
+    let scope = Scope::parse(&field("tenant")?, &field("workspace")?)?;
+    Ok(WorkspaceEvent::of_erase(
+        &scope,
+        &field("path")?,
+        &erased,
+        &by,
+    ))
+}
+
 /// What an event says of a version item's image: the same derivation as the local
 /// outbox's, from the item alone (no lineage, digest or body: an event carries none).
 fn version_in(img: &Image, malformed: impl Fn(&str) -> WorkspaceError) -> Result<VersionRecord> {
@@ -100,6 +139,9 @@ pub fn plan(record: &StreamRecord) -> Result<Option<Work>> {
     };
     match record.event_name.as_str() {
         "INSERT" => {
+            if let Some(img) = record.new_image.as_ref().filter(|i| is_erase_entry(i)) {
+                return erase_in(img, malformed).map(|e| Some(Work::Announce(Box::new(e))));
+            }
             let Some(img) = record.new_image.as_ref().filter(|i| is_version(i)) else {
                 return Ok(None);
             };
@@ -112,37 +154,18 @@ pub fn plan(record: &StreamRecord) -> Result<Option<Work>> {
                 &record,
             )))))
         }
-        // A version item that became erased: the erase is announced (its body is deleted
-        // by the eraser, or else by the sweeper).
-        "MODIFY" => {
-            let (Some(new), Some(old)) = (record.new_image.as_ref(), record.old_image.as_ref())
-            else {
-                return Ok(None);
-            };
-            if !is_version(new) || !new.contains_key("erasedAt") || old.contains_key("erasedAt") {
-                return Ok(None);
-            }
-            let field = |k: &str| text(new, k).ok_or_else(|| malformed(k));
-            let item = version_in(new, malformed)?;
-            let by = Erasure {
-                by: field("erasedBy")?,
-                at: num(new, "erasedAt").ok_or_else(|| malformed("erasedAt"))?,
-            };
-            let scope = Scope::parse(&field("tenant")?, &field("workspace")?)?;
-            Ok(Some(Work::Announce(Box::new(WorkspaceEvent::of_erase(
-                &scope,
-                &field("path")?,
-                &item,
-                &by,
-            )))))
-        }
+        // An erase is announced from its change-log entry (inserted in the erase's own
+        // transaction), never from the version item's MODIFY: that record's old image holds
+        // the body the erase removed (inline, for a small file), and the event source's
+        // filter keeps every MODIFY away from the publisher (template.yaml).
+        "MODIFY" => Ok(None),
         "REMOVE" => {
             let Some(img) = record.old_image.as_ref().filter(|i| is_version(i)) else {
                 return Ok(None);
             };
             match (text(img, "bodyKey"), text(img, "bodyVersionId")) {
                 (Some(key), Some(version_id)) => {
-                    Ok(Some(Work::DeleteBody(BodyRef { key, version_id })))
+                    Ok(Some(Work::DeleteBody(BodyRef::stored(key, version_id))))
                 }
                 _ => Ok(None),
             }

@@ -46,19 +46,40 @@ pub fn get_bool(item: &Item, k: &str) -> Result<bool> {
         .ok_or_else(|| bad(k))
 }
 
+/// Where a version's body is: `bodyKey` and `bodyVersionId` (S3), or `body` (the bytes,
+/// inline: a small file's body is kept with its commit, `workspace_core::blob::inline`).
 fn body_attrs(item: &mut Item, body: &Option<BodyRef>) {
-    if let Some(b) = body {
-        item.insert("bodyKey".into(), s(&b.key));
-        item.insert("bodyVersionId".into(), s(&b.version_id));
+    match body {
+        Some(BodyRef {
+            inline: Some(bytes),
+            ..
+        }) => {
+            item.insert(
+                INLINE_BODY.into(),
+                AttributeValue::B(aws_sdk_dynamodb::primitives::Blob::new(bytes.0.clone())),
+            );
+        }
+        Some(b) => {
+            item.insert("bodyKey".into(), s(&b.key));
+            item.insert("bodyVersionId".into(), s(&b.version_id));
+        }
+        None => {}
     }
 }
 
+/// The attribute an inline body's bytes are kept in.
+pub const INLINE_BODY: &str = "body";
+
 fn get_body(item: &Item) -> Result<Option<BodyRef>> {
+    if let Some(v) = item.get(INLINE_BODY) {
+        let bytes = v.as_b().map_err(|_| bad(INLINE_BODY))?;
+        return Ok(Some(BodyRef::inline(bytes.as_ref().to_vec())));
+    }
     match (item.get("bodyKey"), item.get("bodyVersionId")) {
-        (Some(_), Some(_)) => Ok(Some(BodyRef {
-            key: get_s(item, "bodyKey")?,
-            version_id: get_s(item, "bodyVersionId")?,
-        })),
+        (Some(_), Some(_)) => Ok(Some(BodyRef::stored(
+            get_s(item, "bodyKey")?,
+            get_s(item, "bodyVersionId")?,
+        ))),
         _ => Ok(None),
     }
 }

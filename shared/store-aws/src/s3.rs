@@ -226,10 +226,7 @@ impl Bodies for S3Bodies {
                 self.bucket
             ))
         })?;
-        Ok(BodyRef {
-            key: key.to_owned(),
-            version_id,
-        })
+        Ok(BodyRef::stored(key, version_id))
     }
 
     async fn get(&self, body: &BodyRef) -> Result<Option<Vec<u8>>> {

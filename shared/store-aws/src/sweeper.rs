@@ -216,10 +216,7 @@ impl BodyInventory for Sweeper {
             for v in page.versions() {
                 if let (Some(key), Some(id)) = (v.key(), v.version_id()) {
                     if !is_staged_key(key) {
-                        out.push(BodyRef {
-                            key: key.to_owned(),
-                            version_id: id.to_owned(),
-                        });
+                        out.push(BodyRef::stored(key.to_owned(), id.to_owned()));
                     }
                 }
             }

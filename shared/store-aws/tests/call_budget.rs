@@ -26,7 +26,10 @@ fn put(path: &str, content: &str, if_match: Option<String>) -> PutRequest {
 async fn each_operation_stays_within_its_call_budget() {
     let log = CallLog::default();
     let env = common::fresh(Some(log.interceptor())).await;
-    let svc = env.service_with_secrets(Limits::default());
+    // Every body in S3, as files over the inline threshold are (`small_files_...` below).
+    let svc = env
+        .service_with_secrets(Limits::default())
+        .with_inline_body_bytes(0);
     let path = FilePath::parse("notes/a.md").unwrap();
 
     // The first PUT of a container: the tenant's registered secrets and their epoch (WSR-1:
@@ -223,7 +226,8 @@ async fn a_secret_registered_between_two_puts_redacts_the_second() {
         Arc::new(RandomIds),
         Limits::default(),
     )
-    .with_secrets(Arc::new(secrets.clone()));
+    .with_secrets(Arc::new(secrets.clone()))
+    .with_inline_body_bytes(0);
     svc.put(&who(), put("notes/a.md", "first", None))
         .await
         .unwrap();

@@ -12,10 +12,13 @@ use workspace_store_aws::testing as common;
 use workspace_store_aws::S3Bodies;
 
 fn service(env: &common::Env, max_versions: u64) -> WorkspaceService {
+    // Every body in S3: these are the S3 body's life (an inline body lives and goes with
+    // its item; the contract suite covers both kinds).
     env.service(Limits {
         max_versions,
         ..Limits::default()
     })
+    .with_inline_body_bytes(0)
 }
 
 fn sweeper(env: &common::Env) -> Sweeper {

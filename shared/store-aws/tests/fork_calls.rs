@@ -300,7 +300,8 @@ async fn the_sweeper_erases_expired_forks_and_nothing_else() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use workspace_core::ports::Clock;
     let env = common::fresh(None).await;
-    let svc = env.service(Limits::default());
+    // Bodies in S3, so the sweep has S3 objects to erase.
+    let svc = env.service(Limits::default()).with_inline_body_bytes(0);
     let parent = Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice");
     for p in ["a.md", "b.md"] {
         svc.put(&parent, put(p, "base")).await.unwrap();

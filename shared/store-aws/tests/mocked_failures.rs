@@ -171,7 +171,8 @@ async fn an_s3_conflict_on_upload_commits_nothing() {
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         Limits::default(),
-    );
+    )
+    .with_inline_body_bytes(0);
     let err = svc.put(&who(), req("a.md")).await.unwrap_err();
     assert!(matches!(err, WorkspaceError::Internal(_)), "{err:?}");
     assert!(meta
@@ -209,7 +210,8 @@ async fn a_throttled_commit_fails_cleanly_and_leaves_no_body() {
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         Limits::default(),
-    );
+    )
+    .with_inline_body_bytes(0);
     let err = svc.put(&who(), req("a.md")).await.unwrap_err();
     assert!(matches!(err, WorkspaceError::Internal(_)), "{err:?}");
     assert_eq!(
@@ -326,7 +328,8 @@ async fn a_moved_secrets_epoch_is_redacted_again_and_retried() {
         Arc::new(RandomIds),
         Limits::default(),
     )
-    .with_secrets(Arc::new(DynamoSecrets::new(client, "table")));
+    .with_secrets(Arc::new(DynamoSecrets::new(client, "table")))
+    .with_inline_body_bytes(0);
     let stored = svc
         .put(
             &who(),

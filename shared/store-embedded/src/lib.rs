@@ -759,10 +759,7 @@ impl workspace_core::ports::BodyInventory for EmbeddedStore {
             for item in t.iter().map_err(db_err)? {
                 let (k, _) = item.map_err(db_err)?;
                 let (key, version_id) = k.value();
-                out.push(BodyRef {
-                    key: key.to_owned(),
-                    version_id: version_id.to_owned(),
-                });
+                out.push(BodyRef::stored(key.to_owned(), version_id.to_owned()));
             }
             Ok(out)
         })
@@ -773,10 +770,7 @@ impl workspace_core::ports::BodyInventory for EmbeddedStore {
 #[async_trait]
 impl Bodies for EmbeddedStore {
     async fn put(&self, key: &str, bytes: Vec<u8>, _content_type: &str) -> Result<BodyRef> {
-        let body = BodyRef {
-            key: key.to_owned(),
-            version_id: RandomIds.new_id(),
-        };
+        let body = BodyRef::stored(key.to_owned(), RandomIds.new_id());
         let r = body.clone();
         self.blocking(move |db| {
             let mut txn = db.begin_write().map_err(db_err)?;

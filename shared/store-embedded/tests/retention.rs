@@ -22,7 +22,10 @@ async fn a_commit_past_retention_deletes_the_pruned_bodies_itself() {
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         Limits::default(),
-    );
+    )
+    // Bodies in the body table: this is about pruning them (an inline one goes with its
+    // item).
+    .with_inline_body_bytes(0);
     let scope = Scope::parse("acme", "main").unwrap();
     let who = Identity::read_write(scope.clone(), "alice");
     let path = FilePath::parse("notes/r.md").unwrap();

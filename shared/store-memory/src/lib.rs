@@ -491,10 +491,7 @@ impl workspace_core::ports::BodyInventory for MemoryBodies {
             .lock()
             .map_err(poisoned)?
             .keys()
-            .map(|(key, version_id)| BodyRef {
-                key: key.clone(),
-                version_id: version_id.clone(),
-            })
+            .map(|(key, version_id)| BodyRef::stored(key.clone(), version_id.clone()))
             .collect())
     }
 }
@@ -541,10 +538,7 @@ impl Bodies for MemoryBodies {
             .lock()
             .map_err(poisoned)?
             .insert((key.to_owned(), version_id.clone()), bytes);
-        Ok(BodyRef {
-            key: key.to_owned(),
-            version_id,
-        })
+        Ok(BodyRef::stored(key, version_id))
     }
 
     async fn get(&self, body: &BodyRef) -> Result<Option<Vec<u8>>> {

@@ -87,6 +87,24 @@ pub fn snapshot_ttl_ms_from_env(get: &impl Fn(&str) -> Option<String>) -> Result
     Ok(i64::try_from(secs).unwrap_or(0) * 1000)
 }
 
+/// The inline-body threshold from `WORKSPACE_INLINE_BODY_BYTES` (see
+/// `workspace_core::blob::inline`): 0 to keep every body in the body store, at most
+/// `MAX_INLINE_BODY_BYTES`.
+pub fn inline_body_bytes_from_env(get: &impl Fn(&str) -> Option<String>) -> Result<u64> {
+    use workspace_core::blob::inline::{DEFAULT_INLINE_BODY_BYTES, MAX_INLINE_BODY_BYTES};
+    let bytes = env_u64(
+        get,
+        "WORKSPACE_INLINE_BODY_BYTES",
+        DEFAULT_INLINE_BODY_BYTES,
+    )?;
+    if bytes > MAX_INLINE_BODY_BYTES {
+        return Err(WorkspaceError::validation(format!(
+            "WORKSPACE_INLINE_BODY_BYTES must be between 0 and {MAX_INLINE_BODY_BYTES}, got {bytes}"
+        )));
+    }
+    Ok(bytes)
+}
+
 /// A fork's default and longest life, in ms, from `WORKSPACE_FORK_TTL_SECONDS` (default 7
 /// days) and `WORKSPACE_FORK_MAX_TTL_SECONDS` (default and cap 30 days, for the same reason
 /// as a snapshot's: a fork's base is a snapshot).

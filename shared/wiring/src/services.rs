@@ -37,6 +37,7 @@ pub fn files(
     .with_redactor(s.redactor.clone())
     .with_secrets(secrets)
     .with_snapshot_ttl_ms(s.snapshot_ttl_ms)
+    .with_inline_body_bytes(s.inline_body_bytes)
     .with_fork_ttl(s.fork_ttl_ms.0, s.fork_ttl_ms.1)
     .with_upload_url_seconds(s.upload_url_seconds)
     .with_memory_prefix(s.memory_prefix.clone());

@@ -2,9 +2,9 @@
 //! and the local server both start here; a new setting is one field and one line below.
 
 use crate::env::{
-    blob_limits_from_env, cache_limits_from_env, env_u64, fork_ttl_ms_from_env, limits_from_env,
-    redactor_from_env, session_limits_from_env, snapshot_ttl_ms_from_env, token_key_from_env,
-    upload_url_seconds_from_env,
+    blob_limits_from_env, cache_limits_from_env, env_u64, fork_ttl_ms_from_env,
+    inline_body_bytes_from_env, limits_from_env, redactor_from_env, session_limits_from_env,
+    snapshot_ttl_ms_from_env, token_key_from_env, upload_url_seconds_from_env,
 };
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -147,6 +147,10 @@ pub struct Settings {
     pub redactor: Redactor,
     /// `WORKSPACE_SNAPSHOT_TTL_SECONDS`, in ms.
     pub snapshot_ttl_ms: i64,
+    /// `WORKSPACE_INLINE_BODY_BYTES` (default 2048, at most 65536, 0 for none): bodies of at
+    /// most this many bytes are kept with their commit in the metadata store, not the body
+    /// store (`workspace_core::blob::inline`).
+    pub inline_body_bytes: u64,
     /// A fork's default and longest life, ms.
     pub fork_ttl_ms: (i64, i64),
     /// `WORKSPACE_UPLOAD_URL_SECONDS`.
@@ -214,6 +218,7 @@ impl Settings {
             limits: e(limits_from_env(&get))?,
             redactor: e(redactor_from_env(&get))?,
             snapshot_ttl_ms: e(snapshot_ttl_ms_from_env(&get))?,
+            inline_body_bytes: e(inline_body_bytes_from_env(&get))?,
             fork_ttl_ms: e(fork_ttl_ms_from_env(&get))?,
             upload_url_seconds: e(upload_url_seconds_from_env(&get))?,
             blob_limits: e(blob_limits_from_env(&get))?,

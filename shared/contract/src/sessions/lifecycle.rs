@@ -19,7 +19,8 @@ async fn filled(h: &SessionHarness) -> String {
         )
         .header("x-workspace-id", &ws)
         .header("idempotency-key", format!("k{i}"))
-        .json(&json!({ "content": format!("v{i}") }))
+        // Over the harness's inline threshold: each version's body is in the body store.
+        .json(&json!({ "content": format!("v{i} {}", "x".repeat(100)) }))
         .send()
         .await
         .assert_ok();

@@ -6,6 +6,7 @@
 //!
 //! `service.rs` holds the rules, `local_presign.rs` the URLs the local server signs itself.
 
+pub mod inline;
 pub(crate) mod local_presign;
 mod service;
 

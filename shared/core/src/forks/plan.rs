@@ -87,10 +87,7 @@ mod tests {
 
     #[test]
     fn a_plan_names_the_bodies_of_its_puts() {
-        let body = BodyRef {
-            key: "t/acme/w/main/files/a.md".to_owned(),
-            version_id: "v1".to_owned(),
-        };
+        let body = BodyRef::stored("t/acme/w/main/files/a.md".to_owned(), "v1".to_owned());
         let plan = MergePlan {
             merge_id: "m".to_owned(),
             fork_id: "main~0123456789abcdef".to_owned(),

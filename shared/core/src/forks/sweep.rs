@@ -48,7 +48,12 @@ impl StoreEraser {
                     let page = self.meta.list_versions(scope, &path, before, PAGE).await?;
                     before = page.last().map(|v| v.seq);
                     let done = page.len() < PAGE;
-                    out.extend(page.into_iter().filter_map(|v| v.body));
+                    // An inline body goes with its item.
+                    out.extend(
+                        page.into_iter()
+                            .filter_map(|v| v.body)
+                            .filter(|b| !b.is_inline()),
+                    );
                     if done {
                         break;
                     }

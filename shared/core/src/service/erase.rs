@@ -168,6 +168,8 @@ impl WorkspaceService {
             .filter(|f| f.path == path.as_str() && f.seq == seq)
         {
             f.erased = true;
+            // A fork base's record may hold the body itself (inline): it goes too.
+            f.body = None;
             copies.extend(f.kept.take());
         }
         // The copies go before the record stops naming them: a delete that fails fails the

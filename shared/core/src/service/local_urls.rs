@@ -199,10 +199,7 @@ impl WorkspaceService {
         ) else {
             return Err(not_for_this_request("download"));
         };
-        let body = BodyRef {
-            key: key.to_owned(),
-            version_id: version_id.clone(),
-        };
+        let body = BodyRef::stored(key.to_owned(), version_id.clone());
         let bytes = self
             .bodies
             .get(&body)

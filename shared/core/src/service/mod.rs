@@ -116,8 +116,9 @@ pub struct WorkspaceService {
     meta: Arc<dyn MetaStore>,
     /// The same store, typed, for the fork bookkeeping.
     forks: Arc<crate::forks::ForkAwareMeta>,
-    /// File bodies, and the staging area of two-step uploads (one store, two ports).
-    bodies: Arc<dyn Bodies>,
+    /// File bodies, small ones inline with their commit (`crate::blob::inline`), and the
+    /// staging area of two-step uploads (one store, two ports).
+    bodies: Arc<crate::blob::inline::InlineBodies>,
     staging: Arc<dyn Staging>,
     events: Arc<dyn EventSink>,
     clock: Arc<dyn Clock>,
@@ -285,7 +286,10 @@ impl WorkspaceService {
             secrets: Arc::new(NoSecrets),
             meta: forks.clone(),
             forks,
-            bodies,
+            bodies: Arc::new(crate::blob::inline::InlineBodies::new(
+                bodies,
+                crate::blob::inline::DEFAULT_INLINE_BODY_BYTES.min(limits.max_file_bytes),
+            )),
             staging,
             events,
             clock,
@@ -304,6 +308,22 @@ impl WorkspaceService {
             search: None,
             index_refresh_queue: None,
         }
+    }
+
+    /// Bodies of at most `bytes` are kept inline with their commit, never in the body
+    /// store (`WORKSPACE_INLINE_BODY_BYTES`; 0 turns it off; at most
+    /// [`crate::blob::inline::MAX_INLINE_BODY_BYTES`], and never above `maxFileBytes`).
+    pub fn with_inline_body_bytes(mut self, bytes: u64) -> Self {
+        let store = self.bodies.store().clone();
+        self.bodies = Arc::new(crate::blob::inline::InlineBodies::new(
+            store,
+            bytes.min(self.limits.max_file_bytes),
+        ));
+        self
+    }
+
+    pub fn inline_body_bytes(&self) -> u64 {
+        self.bodies.max_bytes()
     }
 
     /// Where the memory tool keeps `/memories` (`WORKSPACE_MEMORY_PREFIX`, default

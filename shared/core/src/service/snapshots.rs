@@ -227,10 +227,10 @@ impl WorkspaceService {
         if options.keep {
             // Room for each file's copy, as it will be recorded.
             for f in &mut listed {
-                f.kept = Some(BodyRef {
-                    key: kept_key(scope, &id, &f.path),
-                    version_id: "0".repeat(64),
-                });
+                f.kept = Some(BodyRef::stored(
+                    kept_key(scope, &id, &f.path),
+                    "0".repeat(64),
+                ));
             }
         }
         let record_bytes = serde_json::to_vec(&listed).map_or(usize::MAX, |v| v.len());
@@ -349,7 +349,14 @@ impl WorkspaceService {
         for f in files.iter_mut() {
             let bytes = self.snapshot_bytes(scope, id, f).await?;
             let key = kept_key(scope, id, &f.path);
-            f.kept = Some(self.bodies.put(&key, bytes, &f.content_type).await?);
+            // Always in the body store, however small: a kept copy outlives every version
+            // item, and inline it would fill the checkpoint's record.
+            f.kept = Some(
+                self.bodies
+                    .store()
+                    .put(&key, bytes, &f.content_type)
+                    .await?,
+            );
         }
         Ok(())
     }
