@@ -18,6 +18,7 @@ pub mod forks;
 pub mod harness;
 pub mod history;
 pub mod hostile;
+pub mod inline;
 pub mod interrupted;
 pub mod isolation;
 pub mod limits;
@@ -126,6 +127,10 @@ macro_rules! contract_tests {
             points::what_the_previous_build_stored_keeps_reading_and_expiring,
             points::snapshots_taken_while_writers_run_read_one_state_that_existed,
             binary::binary_bodies_round_trip_every_byte_value,
+            inline::bodies_at_the_threshold_are_inline_and_one_byte_over_are_not,
+            inline::if_match_naming_the_head_writes_and_a_stale_one_changes_nothing,
+            inline::erasing_an_inline_version_leaves_its_body_in_no_item,
+            inline::what_the_build_before_inline_bodies_stored_reads_and_writes_on,
             uploads::uploads_commit_files_beyond_the_inline_limit,
             uploads::uploads_with_other_bytes_than_declared_are_400_and_commit_nothing,
             uploads::expired_upload_urls_are_refused,

@@ -456,11 +456,31 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// An etag: `"<version>-<digest>"`. The digest covers the lineage id, so a path re-created
-/// after a delete never gets an etag an earlier lineage had, even with the same content.
-pub fn make_etag(lineage: &str, version: u64, content_sha256: &str) -> String {
+/// An etag: `"<version>-<digest>-<seq>-<lineage>"`. The digest covers the lineage id, so a
+/// path re-created after a delete never gets an etag an earlier lineage had, even with the
+/// same content. The seq and lineage make the etag name the head it was written as: a
+/// write whose `If-Match` names the head plans its commit from the etag alone, with no read
+/// (`service/write.rs`, [`parse_etag`]). Etags written before they carried them
+/// (`"<version>-<digest>"`) still compare as before.
+pub fn make_etag(lineage: &str, version: u64, seq: u64, content_sha256: &str) -> String {
     let digest = Sha256::digest(format!("{lineage}\n{version}\n{content_sha256}").as_bytes());
-    format!("\"{version}-{}\"", &hex::encode(digest)[..20])
+    format!(
+        "\"{version}-{}-{seq}-{lineage}\"",
+        &hex::encode(digest)[..20]
+    )
+}
+
+/// What an etag [`make_etag`] wrote says of its head: (version, seq, lineage). `None` for
+/// anything else (an etag of the previous form, a list, `*`). Trusted only together with
+/// a commit conditioned on the head's etag being exactly this one.
+pub fn parse_etag(etag: &str) -> Option<(u64, u64, &str)> {
+    let inner = etag.strip_prefix('"')?.strip_suffix('"')?;
+    let mut parts = inner.splitn(4, '-');
+    let version = parts.next()?.parse().ok()?;
+    let _digest = parts.next().filter(|d| d.len() == 20)?;
+    let seq = parts.next()?.parse().ok()?;
+    let lineage = parts.next().filter(|l| !l.is_empty() && !l.contains('"'))?;
+    Some((version, seq, lineage))
 }
 
 /// An RFC 3339 timestamp (any offset) as Unix milliseconds; `None` if it is not one.
@@ -486,9 +506,33 @@ mod tests {
     #[test]
     fn etags_differ_across_lineages_and_versions() {
         let sha = sha256_hex(b"same");
-        assert_ne!(make_etag("l1", 1, &sha), make_etag("l2", 1, &sha));
-        assert_ne!(make_etag("l1", 1, &sha), make_etag("l1", 2, &sha));
-        assert!(make_etag("l1", 3, &sha).starts_with("\"3-"));
+        assert_ne!(make_etag("l1", 1, 1, &sha), make_etag("l2", 1, 1, &sha));
+        assert_ne!(make_etag("l1", 1, 1, &sha), make_etag("l1", 2, 2, &sha));
+        assert!(make_etag("l1", 3, 7, &sha).starts_with("\"3-"));
+    }
+
+    #[test]
+    fn an_etag_names_its_head_and_nothing_else_parses() {
+        let sha = sha256_hex(b"x");
+        let lineage = "0123456789abcdef0123456789abcdef";
+        let e = make_etag(lineage, 3, 17, &sha);
+        assert_eq!(parse_etag(&e), Some((3, 17, lineage)));
+        // A lineage of the test id sources, with dashes.
+        assert_eq!(
+            parse_etag(&make_etag("lin-1", 1, 1, &sha)),
+            Some((1, 1, "lin-1"))
+        );
+        for other in [
+            "\"3-0123456789abcdef0123\"",
+            "*",
+            "\"3-abc-17-l\"",
+            "3-0123456789abcdef0123-17-l",
+            "\"x-0123456789abcdef0123-17-l\"",
+            "\"3-0123456789abcdef0123-17-\"",
+            &format!("{e}, {e}"),
+        ] {
+            assert_eq!(parse_etag(other), None, "{other}");
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub use wired::{MetaPorts, NotServed};
 /// What the head of a path must be for a commit to apply (compare-and-swap). `pin_rev`
 /// is part of it: a snapshot pinning the head in between makes the commit fail and re-read,
 /// so retention never prunes a version pinned after the head was read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expect {
     /// The path has never been written in this scope.
     Absent,
@@ -26,6 +26,11 @@ pub enum Expect {
     Live { seq: u64, pin_rev: u64 },
     /// The head is a tombstone at exactly this seq and pin revision.
     Deleted { seq: u64, pin_rev: u64 },
+    /// The head is a live file with exactly this etag, holding no pins (at any pin
+    /// revision): a write whose `If-Match` named the head ([`crate::model::parse_etag`]),
+    /// planned without reading it. The etag names the seq and lineage the commit builds on;
+    /// without pins, the commit drops none.
+    Tagged { etag: String },
 }
 
 impl Expect {
@@ -45,7 +50,12 @@ impl Expect {
     }
 
     pub fn matches(&self, head: Option<&Head>) -> bool {
-        *self == Self::of(head)
+        match self {
+            Self::Tagged { etag } => {
+                head.is_some_and(|h| !h.deleted && h.etag == *etag && h.pins.is_empty())
+            }
+            other => *other == Self::of(head),
+        }
     }
 }
 

@@ -159,9 +159,20 @@ pub(crate) fn points_condition(
     }
 }
 
-pub(crate) fn head_condition(expect: Expect) -> (String, Vec<(&'static str, AttributeValue)>) {
-    let (seq, pin_rev, deleted) = match expect {
+pub(crate) fn head_condition(expect: &Expect) -> (String, Vec<(&'static str, AttributeValue)>) {
+    let (seq, pin_rev, deleted) = match *expect {
         Expect::Absent => return ("attribute_not_exists(pk)".into(), vec![]),
+        // Pins are stored only when there are some (`items::head_item`).
+        Expect::Tagged { ref etag } => {
+            return (
+                "etag = :expected_etag AND deleted = :deleted AND attribute_not_exists(pins)"
+                    .into(),
+                vec![
+                    (":expected_etag", s(etag)),
+                    (":deleted", AttributeValue::Bool(false)),
+                ],
+            )
+        }
         Expect::Live { seq, pin_rev } => (seq, pin_rev, false),
         Expect::Deleted { seq, pin_rev } => (seq, pin_rev, true),
     };
@@ -390,7 +401,7 @@ impl DynamoMeta {
         let path = c.path.as_str();
 
         // 1. The head, conditioned on the head the service saw (→ `HeadMoved`).
-        let (cond, values) = head_condition(c.expect);
+        let (cond, values) = head_condition(&c.expect);
         let mut put = self.put(items::head_item(
             &c.scope,
             pk.clone(),

@@ -135,10 +135,11 @@ impl DynamoMeta {
     ) -> Result<bool> {
         let pk = layout::partition(scope);
         let rev = match expect {
-            Expect::Absent => return Ok(false),
+            // Pins are set on a head read, never on one named by an etag.
+            Expect::Absent | Expect::Tagged { .. } => return Ok(false),
             Expect::Live { pin_rev, .. } | Expect::Deleted { pin_rev, .. } => pin_rev,
         };
-        let (cond, values) = head_condition(expect);
+        let (cond, values) = head_condition(&expect);
         let values: HashMap<String, AttributeValue> = values
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v))

@@ -206,6 +206,219 @@ async fn each_operation_stays_within_its_call_budget() {
     assert_eq!(log.sequential_depth(), 5);
 }
 
+/// Every item of the table, raw: what an inline body must never leave behind.
+async fn raw_items(
+    env: &common::Env,
+) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    let plain = aws_sdk_dynamodb::Client::new(&common::sdk_config());
+    plain
+        .scan()
+        .table_name(&env.table)
+        .send()
+        .await
+        .unwrap()
+        .items()
+        .to_vec()
+}
+
+/// Whether any attribute of any item holds `needle` (as text or as binary).
+fn any_item_holds(
+    items: &[std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>],
+    needle: &[u8],
+) -> bool {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let holds = |hay: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+    items.iter().flat_map(|i| i.values()).any(|v| match v {
+        AttributeValue::S(t) => holds(t.as_bytes()),
+        AttributeValue::B(b) => holds(b.as_ref()),
+        _ => false,
+    })
+}
+
+/// Files up to the inline threshold on the AWS backend: a write whose precondition names
+/// the head is one `TransactWriteItems`, any other write one head read and the
+/// transaction, a read one `GetItem`; no S3 request at all. A file crossing the threshold
+/// either way reads and writes as its size says.
+#[tokio::test]
+async fn small_files_cost_one_dynamodb_request_and_no_s3_request() {
+    use workspace_core::blob::inline::DEFAULT_INLINE_BODY_BYTES;
+    use workspace_core::secrets::{SecretRecord, SecretStore};
+    let log = CallLog::default();
+    let env = common::fresh(Some(log.interceptor())).await;
+    let svc = env.service_with_secrets(Limits::default());
+    assert_eq!(svc.inline_body_bytes(), DEFAULT_INLINE_BODY_BYTES);
+    let path = FilePath::parse("notes/a.md").unwrap();
+    let at_threshold = "a".repeat(DEFAULT_INLINE_BODY_BYTES as usize);
+    let over = "b".repeat(DEFAULT_INLINE_BODY_BYTES as usize + 1);
+
+    // The container's first write: the secrets and their epoch, the head and the point
+    // registry side by side, the transaction. No S3 call.
+    log.reset();
+    let v1 = svc
+        .put(&who(), put("notes/a.md", "one", None))
+        .await
+        .unwrap();
+    assert!(
+        log.calls().iter().all(|c| c.starts_with("DynamoDB.")),
+        "{:?}",
+        log.calls()
+    );
+
+    // If-Match names the head: the transaction alone, one round trip.
+    log.reset();
+    let v2 = svc
+        .put(
+            &who(),
+            put("notes/a.md", &at_threshold, Some(v1.meta.etag.clone())),
+        )
+        .await
+        .unwrap();
+    assert_eq!(log.calls(), ["DynamoDB.TransactWriteItems"]);
+    assert_eq!(log.sequential_depth(), 1);
+    assert_eq!(v2.meta.version, 2);
+
+    // A stale If-Match is refused by the transaction, then read and answered 409; nothing
+    // changes.
+    log.reset();
+    let stale = svc
+        .put(
+            &who(),
+            put("notes/a.md", "late", Some(v1.meta.etag.clone())),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(stale, workspace_core::WorkspaceError::Conflict { .. }),
+        "{stale:?}"
+    );
+    assert_eq!(
+        log.calls(),
+        ["DynamoDB.GetItem", "DynamoDB.TransactWriteItems"]
+    );
+
+    // If-None-Match: * on a new path: the transaction alone.
+    log.reset();
+    svc.put(
+        &who(),
+        PutRequest {
+            if_none_match_any: true,
+            ..put("notes/new.md", "fresh", None)
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(log.calls(), ["DynamoDB.TransactWriteItems"]);
+
+    // An unconditional write: the head, then the transaction.
+    log.reset();
+    let v3 = svc
+        .put(&who(), put("notes/a.md", "three", None))
+        .await
+        .unwrap();
+    assert_eq!(
+        log.calls(),
+        ["DynamoDB.GetItem", "DynamoDB.TransactWriteItems"]
+    );
+    assert_eq!(log.sequential_depth(), 2);
+
+    // GET: the head carries the body.
+    log.reset();
+    assert_eq!(
+        svc.get(&who(), &path, None).await.unwrap().content,
+        b"three"
+    );
+    assert_eq!(log.calls(), ["DynamoDB.GetItem"]);
+
+    // A past version: the head (for its seq), then the version item, which carries the
+    // body. No S3 call.
+    log.reset();
+    assert_eq!(
+        svc.get(&who(), &path, Some(2)).await.unwrap().content,
+        at_threshold.as_bytes()
+    );
+    assert_eq!(log.calls(), ["DynamoDB.GetItem", "DynamoDB.GetItem"]);
+
+    // LIST and HISTORY: one Query each.
+    log.reset();
+    svc.list(&who(), &PathPrefix::default(), None, None)
+        .await
+        .unwrap();
+    svc.history(&who(), &path, None, None).await.unwrap();
+    assert_eq!(log.calls(), ["DynamoDB.Query", "DynamoDB.Query"]);
+
+    // Crossing the threshold upwards: one byte over goes to S3 (its If-Match still names
+    // the head: the upload, then the transaction).
+    log.reset();
+    let v4 = svc
+        .put(&who(), put("notes/a.md", &over, Some(v3.meta.etag.clone())))
+        .await
+        .unwrap();
+    assert_eq!(log.calls(), ["DynamoDB.TransactWriteItems", "S3.PutObject"]);
+    assert_eq!(log.sequential_depth(), 2);
+    log.reset();
+    assert_eq!(
+        svc.get(&who(), &path, None).await.unwrap().content,
+        over.as_bytes()
+    );
+    assert_eq!(log.calls(), ["DynamoDB.GetItem", "S3.GetObject"]);
+
+    // And back down: inline again, and the S3 version is still read by version number.
+    log.reset();
+    svc.put(&who(), put("notes/a.md", "small again", Some(v4.meta.etag)))
+        .await
+        .unwrap();
+    assert_eq!(log.calls(), ["DynamoDB.TransactWriteItems"]);
+    log.reset();
+    assert_eq!(
+        svc.get(&who(), &path, None).await.unwrap().content,
+        b"small again"
+    );
+    assert_eq!(log.calls(), ["DynamoDB.GetItem"]);
+    log.reset();
+    assert_eq!(
+        svc.get(&who(), &path, Some(4)).await.unwrap().content,
+        over.as_bytes()
+    );
+    assert_eq!(
+        log.calls(),
+        ["DynamoDB.GetItem", "DynamoDB.GetItem", "S3.GetObject"]
+    );
+
+    // Redaction happens before the body reaches DynamoDB: a registered secret written into
+    // a small file is in no item, as text or bytes.
+    let secrets = DynamoSecrets::new(env.clients.dynamodb.clone(), &env.table);
+    secrets
+        .put_secret(
+            SecretRecord::new(
+                &who().scope.tenant,
+                "db-password",
+                "hunter2-correct-horse",
+                0,
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let stored = svc
+        .put(
+            &who(),
+            put("notes/creds.md", "pw: hunter2-correct-horse", None),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.content, b"pw: [REDACTED:db-password]");
+    // The workspace's items (the tenant's secrets partition holds the secret itself).
+    let items: Vec<_> = raw_items(&env)
+        .await
+        .into_iter()
+        .filter(|i| {
+            i.get("pk").and_then(|v| v.as_s().ok()).map(String::as_str) == Some("acme#main")
+        })
+        .collect();
+    assert!(any_item_holds(&items, b"pw: [REDACTED:db-password]"));
+    assert!(!any_item_holds(&items, b"hunter2-correct-horse"));
+}
+
 /// A secret registered between two PUTs of one container (which keeps the tenant's
 /// secrets between writes): the second PUT's commit finds the epoch moved, changes
 /// nothing, and is redacted with the new secret and committed again. The plain text is

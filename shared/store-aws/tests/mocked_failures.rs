@@ -252,7 +252,7 @@ async fn a_pin_meeting_a_transaction_in_flight_is_retried_not_failed() {
             .retry_config(RetryConfig::disabled()));
         let meta = DynamoMeta::new(client, "table");
         let got = meta
-            .set_pins(&who().scope, &path, expect, Vec::new(), None)
+            .set_pins(&who().scope, &path, expect.clone(), Vec::new(), None)
             .await
             .ok();
         assert_eq!(got, outcome, "{code}");

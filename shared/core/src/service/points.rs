@@ -90,6 +90,15 @@ impl WorkspaceService {
         Ok(points)
     }
 
+    /// The registry this process keeps for `scope`, without reading it.
+    pub(super) fn kept_points(&self, scope: &Scope) -> Option<Points> {
+        self.points_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(scope)
+            .cloned()
+    }
+
     fn keep_points(&self, scope: &Scope, points: &Points) {
         let mut cache = self.points_cache.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= MAX_CACHED_REGISTRIES {

@@ -54,7 +54,7 @@ impl WorkspaceService {
         let seq = head.map_or(1, |h| h.seq + 1);
         let (pins, released) = self.carry_pins(head, seq, now, points);
         let pin_rev = head.map_or(0, |h| h.pin_rev);
-        let etag = make_etag(&lineage, version, new.sha);
+        let etag = make_etag(&lineage, version, seq, new.sha);
         let meta = FileMeta {
             path: path.to_string(),
             content_type: new.content_type.to_owned(),
@@ -113,7 +113,7 @@ impl WorkspaceService {
         let seq = h.seq + 1;
         let version = h.version + 1;
         let (pins, released) = self.carry_pins(Some(h), seq, now, points);
-        let etag = make_etag(&h.lineage, version, "deleted");
+        let etag = make_etag(&h.lineage, version, seq, "deleted");
         let tombstone = Head {
             version,
             seq,
@@ -145,6 +145,19 @@ impl WorkspaceService {
             points_rev: points.rev,
         }
     }
+}
+
+/// The head a put's first commit is planned from.
+enum Prefetched {
+    /// Read from the store (beside the body upload).
+    Read(Option<Head>),
+    /// Named by the request's precondition ([`WorkspaceService::named_head`]), not read.
+    Named(Named),
+}
+
+/// A head a precondition names: `None` for `If-None-Match: *`.
+struct Named {
+    head: Option<Head>,
 }
 
 /// A put's body, already stored, and what its commit records of it.
@@ -290,9 +303,23 @@ impl WorkspaceService {
             return self.replay(rec, fingerprint, req.content).map(Stored::File);
         }
 
-        let (body, head) = self
-            .store_beside_head(scope, &path, req.content.clone(), &content_type)
-            .await?;
+        let (body, head) = match self.named_head(scope, &path, &req) {
+            // The precondition names the head: no read before the commit.
+            Some(named) => {
+                let key = Self::body_key(scope, &path);
+                let body = self
+                    .bodies
+                    .put(&key, req.content.clone(), &content_type)
+                    .await?;
+                (body, Prefetched::Named(named))
+            }
+            None => {
+                let (body, head) = self
+                    .store_beside_head(scope, &path, req.content.clone(), &content_type)
+                    .await?;
+                (body, Prefetched::Read(head))
+            }
+        };
         let uploaded = UploadedBody {
             body: &body,
             content_type: &content_type,
@@ -323,6 +350,48 @@ impl WorkspaceService {
         }
     }
 
+    /// The head a write's precondition names, where the commit may be planned from it
+    /// alone, with no read: `If-None-Match: *` names no head (the path was never written),
+    /// and an `If-Match` of one etag of the current form names a live head without pins
+    /// (its version, seq and lineage, `parse_etag`), conditioned on exactly that etag
+    /// ([`Expect::Tagged`]). Only under a registry this process keeps (the commit checks
+    /// its revision), and for `If-Match` only when no point is live (a superseded version
+    /// would need a hold, decided from the head). Anything else reads the head first, and
+    /// so does the retry of a named commit the store refused.
+    fn named_head(&self, scope: &Scope, path: &FilePath, req: &PutRequest) -> Option<Named> {
+        if scope.workspace.fork_parent().is_some() || req.merge.is_some() {
+            return None; // a fork's file may be inherited from its base: read it
+        }
+        let points = self.kept_points(scope)?;
+        if req.if_none_match_any {
+            return Some(Named { head: None });
+        }
+        let etag = req.if_match.as_deref()?;
+        let (version, seq, lineage) = crate::model::parse_etag(etag)?;
+        if !points.live.is_empty() {
+            return None;
+        }
+        Some(Named {
+            head: Some(Head {
+                path: path.to_string(),
+                lineage: lineage.to_owned(),
+                version,
+                seq,
+                etag: etag.to_owned(),
+                size: 0,
+                content_type: String::new(),
+                updated_at: 0,
+                deleted: false,
+                body: None,
+                sha256: String::new(),
+                pins: Vec::new(),
+                pin_rev: 0,
+                principal: String::new(),
+                point: 0,
+            }),
+        })
+    }
+
     async fn commit_put(
         &self,
         who: &Identity,
@@ -330,7 +399,7 @@ impl WorkspaceService {
         req: &PutRequest,
         uploaded: &UploadedBody<'_>,
         now: Millis,
-        first_head: Option<Head>,
+        first_head: Prefetched,
     ) -> Result<PutOutcome> {
         let UploadedBody {
             body,
@@ -345,9 +414,10 @@ impl WorkspaceService {
             // have taken a while): a change-log entry is never much older than its commit
             // (what a fork's diff relies on, `service/forks.rs`).
             let now = self.clock.now_ms().max(now);
-            let head = match prefetched.take() {
-                Some(h) => h,
-                None => self.meta.head(&who.scope, path).await?,
+            let (head, named) = match prefetched.take() {
+                Some(Prefetched::Read(h)) => (h, false),
+                Some(Prefetched::Named(n)) => (n.head, true),
+                None => (self.meta.head(&who.scope, path).await?, false),
             };
             if req.if_none_match_any {
                 if let Some(h) = live(&head) {
@@ -377,6 +447,14 @@ impl WorkspaceService {
                 },
                 (now, &points),
             );
+            if named {
+                commit.expect = match &head {
+                    Some(h) => Expect::Tagged {
+                        etag: h.etag.clone(),
+                    },
+                    None => Expect::Absent,
+                };
+            }
             commit.idempotency = req.idempotency_key.as_ref().map(|key| IdempotencyRecord {
                 key: key.clone(),
                 fingerprint: (*fingerprint).to_owned(),

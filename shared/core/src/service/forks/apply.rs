@@ -429,10 +429,11 @@ impl WorkspaceService {
                     Some(h) => (h.lineage.clone(), h.version + 1),
                     None => (self.ids.new_id(), 1),
                 };
+                let seq = head.as_ref().map_or(1, |h| h.seq + 1);
                 let planned = Planned {
                     path: path.clone(),
                     expected,
-                    done: make_etag(&lineage, version, &sha),
+                    done: make_etag(&lineage, version, seq, &sha),
                     put: Some(PlannedPut {
                         body,
                         sha256: sha,
@@ -454,7 +455,7 @@ impl WorkspaceService {
                 who.paths.check_write(&fp)?;
                 let head = self.meta.head(&who.scope, &fp).await?;
                 let done = match head.as_ref().filter(|h| h.is_live()) {
-                    Some(h) => make_etag(&h.lineage, h.version + 1, "deleted"),
+                    Some(h) => make_etag(&h.lineage, h.version + 1, h.seq + 1, "deleted"),
                     None => return Err(moved(path, head.as_ref())),
                 };
                 let planned = Planned {
@@ -645,7 +646,9 @@ impl WorkspaceService {
                 .await?;
             replaced.push(std::mem::replace(&mut w.body, body));
             w.size = content.len() as u64;
-            p.done = make_etag(&w.lineage, w.version, &sha);
+            // The same commit (seq) with other content: the seq the planned etag names.
+            let seq = crate::model::parse_etag(&p.done).map_or(0, |(_, seq, _)| seq);
+            p.done = make_etag(&w.lineage, w.version, seq, &sha);
             w.sha256 = sha;
         }
         Ok(replaced)
