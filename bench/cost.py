@@ -56,8 +56,11 @@ ASSUMPTIONS = {
 # commits: each publishes one event and is indexed).
 ROWS = [
     ("GET, 1 KiB file", "get_1k", "GetFunction", 0),
+    ("GET, 1 KiB file, body in S3", "get_1k_s3", "GetFunction", 0),
     ("GET, a past version", "get_version", "GetFunction", 0),
     ("PUT, 1 KiB over a file", "put_1k", "PutFunction", 1),
+    ("PUT, 1 KiB over a file, If-Match", "put_1k_named", "PutFunction", 1),
+    ("PUT, 1 KiB over a file, If-Match, body in S3", "put_1k_s3", "PutFunction", 1),
     ("PUT, 100 KiB over a file", "put_100k", "PutFunction", 1),
     ("PUT, 1 KiB, a new file", "put_new_1k", "PutFunction", 1),
     ("DELETE", "delete", "DeleteFunction", 1),
@@ -231,6 +234,103 @@ def cost_rows(calls, prices, fns):
     return rows
 
 
+# The sizes of the inline-against-S3 table, KiB (calls.json's ladder).
+LADDER_KIB = [1, 2, 3, 4, 16, 64]
+
+
+def template_default(template, parameter):
+    block = template.split(f"\n  {parameter}:\n", 1)[1]
+    return int(re.search(r"\n    Default: (\d+)", block).group(1))
+
+
+def pair_cost(p, fns, put, get):
+    """A million writes and a million reads: (DynamoDB, S3, Lambda) dollars."""
+    ddb = dynamo_cost(p, put) + dynamo_cost(p, get)
+    s3 = s3_cost(p, put) + s3_cost(p, get)
+    lam = 0.0
+    for op, fn in ((put, "PutFunction"), (get, "GetFunction")):
+        _, mem = fns[fn]
+        lam += sum(lambda_cost(p, mem, duration_ms(op["roundTrips"])))
+    return ddb, s3, lam
+
+
+def inline_section(w, ops, p, fns, template, versions):
+    """Small files inline against S3, from the counted ladder; checks the default threshold
+    is the largest size where inline costs no more for a write and a read together."""
+    threshold = template_default(template, "InlineBodyMaxBytes")
+    w("## Small files inline")
+    w("")
+    w(
+        "A body of at most `InlineBodyMaxBytes` (default "
+        f"{threshold:,} bytes; `WORKSPACE_INLINE_BODY_BYTES`) is kept in DynamoDB with its "
+        "commit, in the head and in the version item, and never goes to S3 "
+        "(docs/design.md, \"Small files inline\"). A million writes (If-Match naming the "
+        "head, over a file of the same size) and a million reads of a file of each size, "
+        "counted on the emulator (`*_put_*k`, `*_get_*k` in `bench/cost/calls.json`):"
+    )
+    w("")
+    w("| file | inline: calls, write units, read units | in S3: calls | DynamoDB + S3 + Lambda, inline | the same, in S3 | inline costs |")
+    w("|---|---|---|---:|---:|---:|")
+    cheaper = {}
+    for kib in LADDER_KIB:
+        ip, ig = ops[f"inline_put_{kib}k"], ops[f"inline_get_{kib}k"]
+        sp, sg = ops[f"s3_put_{kib}k"], ops[f"s3_get_{kib}k"]
+        inline = sum(pair_cost(p, fns, ip, ig))
+        s3 = sum(pair_cost(p, fns, sp, sg))
+        cheaper[kib] = inline <= s3
+        w(
+            f"| {kib} KiB | {calls_text(ip)}, {ip['dynamodb']['writeRequestUnits']} WRU; "
+            f"{calls_text(ig)}, {ig['dynamodb']['readRequestUnits']:g} RRU | "
+            f"{calls_text(sp)}; {calls_text(sg)} | {money(inline)} | {money(s3)} | "
+            f"{inline / s3:.2f}× |"
+        )
+    w("")
+    below = [k for k in LADDER_KIB if cheaper[k]]
+    largest = max(below) if below else 0
+    if largest * 1024 != threshold or any(cheaper[k] for k in LADDER_KIB if k > largest):
+        raise SystemExit(
+            f"InlineBodyMaxBytes defaults to {threshold}, but the counted ladder puts the "
+            f"break-even at {largest} KiB: change the default (template.yaml, "
+            "DEFAULT_INLINE_BODY_BYTES) or say why"
+        )
+    ddb_gb = p["dynamodbStorageGbMonth"] + p["dynamodbPitrGbMonth"]
+    s3_gb = p["s3StorageGbMonth"]
+    w(
+        f"**Why {threshold:,} bytes:** it is the largest size counted where a write and a read "
+        "together cost no more inline than through S3. An inline body is written twice, "
+        "in the head and the version item, and a transaction bills 2 write units per KB of "
+        f"each (${p['dynamodbWriteUnitPerMillion']} per million units), so each KB inline "
+        f"adds about {money(4 * p['dynamodbWriteUnitPerMillion'])} per million writes; the "
+        f"S3 path pays an S3 PUT ({money(1000 * p['s3PutPerThousand'])} per million) and GET "
+        f"({money(1000 * p['s3GetPerThousand'])}), and a round trip more of Lambda each way. "
+        "Latency is better inline at any size (one round trip instead of two); the price "
+        "decides the default. A deployment that values latency over the bill can raise it "
+        "to 65,536 bytes."
+    )
+    w("")
+    w(
+        f"**Storage** is where inline costs most: DynamoDB is {money(ddb_gb)} per GB-month "
+        f"(storage and point-in-time recovery) against S3's {money(s3_gb)}, and the live "
+        "version is kept twice (head and version item). A GB of small files never rewritten "
+        f"costs {money(2 * ddb_gb)} a month inline against {money(s3_gb)} in S3; rewritten "
+        f"{versions} times or more ({versions} versions kept), {money((versions + 1) * ddb_gb)} "
+        f"against {money(versions * s3_gb)}. At 2 KiB, a million small files is 1.9 GB: "
+        f"{money(1.9 * 2 * ddb_gb)} a month inline with one version each."
+    )
+    w("")
+    w(
+        "**Listing** reads the heads, bodies included: a page of 100 inline files of 1 KiB "
+        f"is {ops['list_100']['dynamodb']['readRequestUnits']:g} read units (about 10 with "
+        "bodies in S3). **The stream** carries inline bodies to the publisher in its "
+        "version items' images; its view type is unchanged (`NEW_AND_OLD_IMAGES`: the "
+        "publisher reads a pruned version's old image for its S3 key), Lambda's reads of a "
+        "stream are free, and the event source's filter passes only the records the "
+        "publisher acts on (INSERTs of versions and erases, REMOVEs of versions with an S3 "
+        "body), so fewer invocations than before."
+    )
+    w("")
+
+
 def render(calls, prices, template, limits):
     p = prices["prices"]
     ops = calls["operations"]
@@ -316,15 +416,17 @@ def render(calls, prices, template, limits):
         "when eventually consistent; a write 1 unit per KB of the larger of the item's two "
         "images; every item of a `TransactWriteItems` (a condition check included) 2 units "
         "per KB. Every read the code makes is strongly consistent (`ConsistentRead`): a head "
-        "read must see the last commit. No file item is over 1 KB; a fork's base record is "
-        f"up to {max(o['dynamodb']['largestItemKB'] for o in ops.values())} KB."
+        "read must see the last commit. A file item is at most 1 KB plus the body it keeps "
+        "inline (up to the threshold: the ladder below goes to 64 KiB)."
     )
     w("")
     w("Reading the table:")
     w("")
     w(
-        "- **The HTTP API is the largest part of a read.** A GET is two calls (the head, then "
-        "the body by version id); $1.00 of every million is API Gateway."
+        "- **The HTTP API is the largest part of a read.** A GET of a small file is one "
+        "`GetItem` (its head carries the body, inline); over the inline threshold it is "
+        "two calls (the head, then the body by version id). $1.00 of every million is API "
+        "Gateway."
     )
     w(
         "- **A write's cost is mostly its event path.** The commit is one transaction of 4 "
@@ -335,8 +437,9 @@ def render(calls, prices, template, limits):
         "(one S3 PUT per batch, which is why batching matters)."
     )
     w(
-        "- **100 KiB costs what 1 KiB does** in requests: the body is one S3 PUT either way "
-        "and never passes through DynamoDB. Size shows in storage."
+        "- **Over the inline threshold, 100 KiB costs what 3 KiB does** in requests: the "
+        "body is one S3 PUT either way and never passes through DynamoDB. Size shows in "
+        "storage."
     )
     search = ops["search"]
     w(
@@ -364,6 +467,7 @@ def render(calls, prices, template, limits):
         "and commits them in one transaction (3 items a file)."
     )
     w("")
+    inline_section(w, ops, p, fns, template, versions)
     w("## Storage, per month")
     w("")
     kept = versions

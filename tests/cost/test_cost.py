@@ -53,23 +53,37 @@ def test_a_million_gets_recomputed():
         + 1e6 * memory / 1024 * seconds * p["lambdaArmGbSecond"]
         + p["httpApiRequestPerMillion"]
         + calls["dynamodb"]["readRequestUnits"] * p["dynamodbReadUnitPerMillion"]
-        + calls["calls"]["S3.GetObject"] * 1000 * p["s3GetPerThousand"]
+        + calls["calls"].get("S3.GetObject", 0) * 1000 * p["s3GetPerThousand"]
     )
-    assert calls["calls"] == {"DynamoDB.GetItem": 1, "S3.GetObject": 1}
+    # A small file's head carries its body (inline): one GetItem, no S3 request.
+    assert calls["calls"] == {"DynamoDB.GetItem": 1}
     assert abs(row("GET, 1 KiB file")[-1] - want) < 0.006, (row("GET, 1 KiB file"), want)
 
 
 def test_a_million_puts_dynamodb_recomputed():
-    calls = json.loads((ROOT / "bench/cost/calls.json").read_text())["operations"]["put_1k"]
+    calls = json.loads((ROOT / "bench/cost/calls.json").read_text())["operations"]["put_1k_s3"]
     p = json.loads((ROOT / "bench/cost/prices.json").read_text())["prices"]
     d = calls["dynamodb"]
-    # A transaction: 2 write units per item of up to 1 KB.
+    # A transaction: 2 write units per item of up to 1 KB (the body is in S3).
     assert d["writeRequestUnits"] == 2 * d["transactionItems"] * d["largestItemKB"]
     want = (
         d["readRequestUnits"] * p["dynamodbReadUnitPerMillion"]
         + d["writeRequestUnits"] * p["dynamodbWriteUnitPerMillion"]
     )
-    assert abs(row("PUT, 1 KiB over a file")[4] - want) < 0.006
+    assert abs(row("PUT, 1 KiB over a file, If-Match, body in S3")[4] - want) < 0.006
+
+
+def test_inline_puts_write_the_body_twice():
+    ops = json.loads((ROOT / "bench/cost/calls.json").read_text())["operations"]
+    # Each KiB more of an inline body adds 1 KB to the head and the version item: 2 write
+    # units each in a transaction.
+    for small, large in [(1, 2), (2, 3), (3, 4)]:
+        a = ops[f"inline_put_{small}k"]["dynamodb"]["writeRequestUnits"]
+        b = ops[f"inline_put_{large}k"]["dynamodb"]["writeRequestUnits"]
+        assert b - a == 4, (small, large, a, b)
+    for kib in [1, 2, 3, 4, 16, 64]:
+        assert ops[f"inline_put_{kib}k"]["calls"] == {"DynamoDB.TransactWriteItems": 1}
+        assert ops[f"inline_get_{kib}k"]["calls"] == {"DynamoDB.GetItem": 1}
 
 
 def test_the_idle_stack_counts_the_templates_alarms():

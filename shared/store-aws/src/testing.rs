@@ -146,6 +146,27 @@ fn image(
 
 /// Every record the table's stream holds so far, oldest first, as the publisher sees them.
 pub async fn stream_records(arn: &str) -> Vec<StreamRecord> {
+    raw_stream_records(arn)
+        .await
+        .into_iter()
+        .filter_map(|r| {
+            let d = r.dynamodb?;
+            Some(StreamRecord {
+                event_name: r
+                    .event_name
+                    .map(|e| e.as_str().to_owned())
+                    .unwrap_or_default(),
+                sequence_number: d.sequence_number.clone().unwrap_or_default(),
+                new_image: d.new_image.as_ref().map(image),
+                old_image: d.old_image.as_ref().map(image),
+            })
+        })
+        .collect()
+}
+
+/// Every record the table's stream holds so far, oldest first, as DynamoDB Streams gives
+/// them (every attribute of both images).
+pub async fn raw_stream_records(arn: &str) -> Vec<aws_sdk_dynamodbstreams::types::Record> {
     use aws_sdk_dynamodbstreams::types::ShardIteratorType;
     let client = aws_sdk_dynamodbstreams::Client::new(&sdk_config());
     let desc = client
@@ -181,18 +202,7 @@ pub async fn stream_records(arn: &str) -> Vec<StreamRecord> {
             if records.is_empty() {
                 break;
             }
-            for r in records {
-                let Some(d) = r.dynamodb else { continue };
-                out.push(StreamRecord {
-                    event_name: r
-                        .event_name
-                        .map(|e| e.as_str().to_owned())
-                        .unwrap_or_default(),
-                    sequence_number: d.sequence_number.clone().unwrap_or_default(),
-                    new_image: d.new_image.as_ref().map(image),
-                    old_image: d.old_image.as_ref().map(image),
-                });
-            }
+            out.extend(records);
             it = page.next_shard_iterator;
         }
     }

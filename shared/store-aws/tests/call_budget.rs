@@ -897,6 +897,10 @@ mod cost {
         }
     }
 
+    /// The file sizes of the inline-against-S3 table, KiB: the 1, 4, 16 and 64 KiB the
+    /// cost page compares, and 2 and 3 around the default threshold.
+    const LADDER_KIB: [usize; 6] = [1, 2, 3, 4, 16, 64];
+
     /// A clock 30 s further on at every reading.
     struct Stepping(std::sync::atomic::AtomicI64);
     impl workspace_core::ports::Clock for Stepping {
@@ -1135,6 +1139,96 @@ mod cost {
             .await
             .unwrap();
         assert!(matches!(merged, MergeOutcome::Merged(ref m) if m.applied.len() == 10));
+
+        // Small files inline against S3 (docs/cost.md, "Small files inline"): the same
+        // writes and reads with every body in S3 (threshold 0, the build before inline
+        // bodies), and a ladder of sizes, each written over a file of its own size (a head's
+        // write units count the larger of its two images) with If-Match naming the head.
+        let in_s3 = env
+            .service_with_secrets(Limits::default())
+            .with_inline_body_bytes(0);
+        let all_inline = env
+            .service_with_secrets(Limits::default())
+            .with_inline_body_bytes(workspace_core::blob::inline::MAX_INLINE_BODY_BYTES);
+        let current = files
+            .get(&me, &FilePath::parse("notes/n000.md").unwrap(), None)
+            .await
+            .unwrap();
+        let named = r
+            .record(
+                "put_1k_named",
+                "PUT of 1 KiB over a file, If-Match naming the head (fn-put)",
+                files.put(
+                    &me,
+                    put(
+                        "notes/n000.md",
+                        &prose(1, 1024),
+                        Some(current.meta.etag.clone()),
+                    ),
+                ),
+            )
+            .await
+            .unwrap();
+        let s3_path = FilePath::parse("notes/n002.md").unwrap();
+        let before = in_s3
+            .put(&me, put("notes/n002.md", &prose(2, 1024), None))
+            .await
+            .unwrap();
+        let before_version = before.meta.version;
+        r.record(
+            "put_1k_s3",
+            "PUT of 1 KiB over a file, If-Match naming the head, body in S3 (fn-put, threshold 0)",
+            in_s3.put(
+                &me,
+                put("notes/n002.md", &prose(3, 1024), Some(before.meta.etag)),
+            ),
+        )
+        .await
+        .unwrap();
+        r.record(
+            "get_1k_s3",
+            "GET of a 1 KiB file with its body in S3 (fn-get)",
+            in_s3.get(&me, &s3_path, None),
+        )
+        .await
+        .unwrap();
+        r.record(
+            "get_version_s3",
+            "GET of a past version with its body in S3 (fn-get)",
+            // `before`, written with its body in S3 (the earlier versions are inline).
+            in_s3.get(&me, &s3_path, Some(before_version)),
+        )
+        .await
+        .unwrap();
+        assert_eq!(named.meta.version, current.meta.version + 1);
+        for kib in LADDER_KIB {
+            let bytes = kib * 1024;
+            for (svc, kind) in [(&all_inline, "inline"), (&in_s3, "s3")] {
+                let name = format!("ladder/{kind}-{kib}k.md");
+                let path = FilePath::parse(&name).unwrap();
+                let first = svc
+                    .put(&me, put(&name, &prose(kib, bytes), None))
+                    .await
+                    .unwrap();
+                r.record(
+                    &format!("{kind}_put_{kib}k"),
+                    &format!("PUT of {kib} KiB over a file of {kib} KiB, If-Match naming the head, body {}", if kind == "s3" { "in S3" } else { "inline" }),
+                    svc.put(&me, put(&name, &prose(kib + 1, bytes), Some(first.meta.etag))),
+                )
+                .await
+                .unwrap();
+                r.record(
+                    &format!("{kind}_get_{kib}k"),
+                    &format!(
+                        "GET of a {kib} KiB file, body {}",
+                        if kind == "s3" { "in S3" } else { "inline" }
+                    ),
+                    svc.get(&me, &path, None),
+                )
+                .await
+                .unwrap();
+            }
+        }
 
         let got = json!({
             "about": "AWS calls and DynamoDB capacity per operation, counted on the emulator by \

@@ -514,3 +514,176 @@ async fn changes_a_merge_makes_are_announced_with_the_merge_and_the_fork() {
         ]
     );
 }
+
+/// A stream record as Lambda hands it to the publisher (DynamoDB JSON images), for the
+/// event source's filter patterns to match.
+fn lambda_shape(r: &aws_sdk_dynamodbstreams::types::Record) -> serde_json::Value {
+    use aws_sdk_dynamodbstreams::types::AttributeValue as A;
+    use base64::Engine;
+    let image = |m: &std::collections::HashMap<String, A>| {
+        let attrs: serde_json::Map<String, serde_json::Value> = m
+            .iter()
+            .filter_map(|(k, v)| {
+                let v = match v {
+                    A::S(s) => serde_json::json!({ "S": s }),
+                    A::N(n) => serde_json::json!({ "N": n }),
+                    A::Bool(b) => serde_json::json!({ "BOOL": b }),
+                    A::B(b) => serde_json::json!({
+                        "B": base64::engine::general_purpose::STANDARD.encode(b.as_ref())
+                    }),
+                    _ => return None,
+                };
+                Some((k.clone(), v))
+            })
+            .collect();
+        serde_json::Value::Object(attrs)
+    };
+    let d = r.dynamodb.as_ref().expect("dynamodb");
+    let mut dynamodb = serde_json::Map::new();
+    if let Some(m) = &d.new_image {
+        dynamodb.insert("NewImage".into(), image(m));
+    }
+    if let Some(m) = &d.old_image {
+        dynamodb.insert("OldImage".into(), image(m));
+    }
+    serde_json::json!({
+        "eventName": r.event_name.as_ref().map(|e| e.as_str()),
+        "dynamodb": dynamodb,
+    })
+}
+
+/// Lambda's event filter, for the rules the template's patterns use: a list of values (or
+/// `{"exists": bool}`) a field must match, and objects matched field by field.
+/// Hand-written: no maintained crate evaluates Lambda's filter patterns; the few rules here
+/// are Lambda's documented ones (values compared exactly, `exists`).
+fn filter_matches(pattern: &serde_json::Value, event: &serde_json::Value) -> bool {
+    let Some(fields) = pattern.as_object() else {
+        return false;
+    };
+    fields.iter().all(|(k, p)| {
+        let v = event.get(k);
+        match p {
+            serde_json::Value::Array(alternatives) => alternatives.iter().any(|alt| {
+                match alt.get("exists").and_then(serde_json::Value::as_bool) {
+                    Some(exists) => v.is_some() == exists,
+                    None => v == Some(alt),
+                }
+            }),
+            serde_json::Value::Object(_) => v.is_some_and(|v| filter_matches(p, v)),
+            _ => false,
+        }
+    })
+}
+
+/// The publisher's event source filter patterns, from template.yaml.
+fn publisher_filters() -> Vec<serde_json::Value> {
+    let template = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../template.yaml"),
+    )
+    .expect("template.yaml");
+    let stream = template
+        .split("\n        TableStream:\n")
+        .nth(1)
+        .expect("the publisher's TableStream event");
+    let patterns: Vec<serde_json::Value> = stream
+        .lines()
+        .take_while(|l| l.is_empty() || l.starts_with("          "))
+        .filter_map(|l| l.trim().strip_prefix("- Pattern: '"))
+        .map(|p| serde_json::from_str(p.trim_end_matches('\'')).expect("a JSON pattern"))
+        .collect();
+    assert_eq!(patterns.len(), 3, "{patterns:?}");
+    patterns
+}
+
+/// An erased inline version leaves its body in no item, and in no stream record the
+/// publisher is handed from the erase on: the erase's MODIFY (whose old image holds the
+/// body) never passes the event source's filter; the erase is announced from its
+/// change-log entry.
+#[tokio::test]
+async fn an_erased_inline_body_is_in_no_item_and_no_record_the_publisher_reads() {
+    let env = common::fresh(None).await;
+    let svc = env.service(Limits::default());
+    let admin = Identity {
+        access: workspace_core::Access {
+            read: true,
+            write: true,
+            admin: true,
+        },
+        ..Identity::read_write(Scope::parse("acme", "main").unwrap(), "root")
+    };
+    let secret = "inline leak 5e1d 9c2e";
+    svc.put(&alice(), put("leak.md", secret, None))
+        .await
+        .unwrap();
+    svc.put(&alice(), put("leak.md", "clean", None))
+        .await
+        .unwrap();
+    svc.put(&alice(), put("leak.md", "clean again", None))
+        .await
+        .unwrap();
+    let arn = env.stream_arn.clone().expect("stream");
+    let before = common::raw_stream_records(&arn).await.len();
+    let path = FilePath::parse("leak.md").unwrap();
+    svc.erase_version(&admin, &path, 1, false).await.unwrap();
+
+    let holds = |v: &serde_json::Value| {
+        let text = v.to_string();
+        use base64::Engine;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(secret);
+        text.contains(secret) || text.contains(&encoded)
+    };
+    let filters = publisher_filters();
+    let passes = |v: &serde_json::Value| filters.iter().any(|f| filter_matches(f, v));
+    let records = common::raw_stream_records(&arn).await;
+    let (written, erased) = records.split_at(before);
+    // The write itself carried the body inline (it reached the publisher then, committed).
+    assert!(written
+        .iter()
+        .map(lambda_shape)
+        .any(|r| passes(&r) && holds(&r)));
+    // From the erase on: the MODIFY holds the body in its old image, and is filtered out;
+    // nothing that passes holds it; the erase's change-log entry passes and is announced.
+    let erased: Vec<serde_json::Value> = erased.iter().map(lambda_shape).collect();
+    assert!(
+        erased
+            .iter()
+            .any(|r| r["eventName"] == "MODIFY" && holds(r) && !passes(r)),
+        "{erased:?}"
+    );
+    let delivered: Vec<&serde_json::Value> = erased.iter().filter(|r| passes(r)).collect();
+    assert!(delivered.iter().all(|r| !holds(r)), "{delivered:?}");
+    let announced: Vec<_> = delivered
+        .iter()
+        .flat_map(|r| {
+            workspace_store_aws::events::records_from_lambda_event(
+                &serde_json::json!({ "Records": [r] }),
+            )
+        })
+        .filter_map(|r| workspace_store_aws::events::plan(&r).unwrap())
+        .collect();
+    assert!(
+        announced.iter().any(|w| matches!(w, Work::Announce(e)
+            if e.operation == workspace_core::events::Operation::Erase && e.version == 1)),
+        "{announced:?}"
+    );
+    // And no item of the workspace holds it.
+    let items = aws_sdk_dynamodb::Client::new(&common::sdk_config())
+        .scan()
+        .table_name(&env.table)
+        .send()
+        .await
+        .unwrap();
+    for item in items.items() {
+        for v in item.values() {
+            let bytes: &[u8] = match v {
+                aws_sdk_dynamodb::types::AttributeValue::S(s) => s.as_bytes(),
+                aws_sdk_dynamodb::types::AttributeValue::B(b) => b.as_ref(),
+                _ => continue,
+            };
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "{item:?}"
+            );
+        }
+    }
+}
