@@ -64,6 +64,10 @@ pub struct FaultPlan {
     batches: Mutex<Vec<usize>>,
     /// Runs (once) before the next batch commit.
     hook: Mutex<Option<Hook>>,
+    /// The call numbers of the head reads so far.
+    heads: Mutex<Vec<usize>>,
+    /// The call numbers of the single commits (`commit`) so far.
+    commits: Mutex<Vec<usize>>,
 }
 
 fn injected(what: &str) -> WorkspaceError {
@@ -73,6 +77,27 @@ fn injected(what: &str) -> WorkspaceError {
 impl FaultPlan {
     pub(crate) fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
+    }
+
+    /// Notes the number of the call about to be made in `calls`.
+    fn noted(&self, calls: &Mutex<Vec<usize>>) {
+        calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(self.calls());
+    }
+
+    /// The call numbers of the head reads so far.
+    pub(crate) fn head_calls(&self) -> Vec<usize> {
+        self.heads.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The call numbers of the single commits so far.
+    pub(crate) fn commit_calls(&self) -> Vec<usize> {
+        self.commits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Runs `work` just before the next batch commit reaches the store.
@@ -141,6 +166,7 @@ pub(crate) async fn faulty_process(h: &Harness, plan: &Arc<FaultPlan>) -> Harnes
 #[async_trait]
 impl HeadStore for FaultyMeta {
     async fn head(&self, scope: &Scope, path: &FilePath) -> Result<Option<Head>> {
+        self.1.noted(&self.1.heads);
         self.1.step(self.0.head(scope, path)).await
     }
 
@@ -178,6 +204,7 @@ impl CommitStore for FaultyMeta {
     }
 
     async fn commit(&self, commit: Commit) -> Result<CommitOutcome> {
+        self.1.noted(&self.1.commits);
         self.1.step(self.0.commit(commit)).await
     }
 
@@ -388,9 +415,18 @@ enum Op {
     Fork,
     /// A snapshot deleted (its point ends).
     DeleteSnapshot,
+    /// [`Op::Put`] with `If-Match` naming `a.md`'s head: an inline commit planned from the
+    /// etag alone (no read of the head), conditioned on it.
+    PutNamed,
+    /// [`Op::Put`] of content over the inline threshold over an inline version: its body
+    /// goes to the body store.
+    PutCrossingUp,
+    /// [`Op::Put`] of short content over a version over the inline threshold (prepared so):
+    /// its body goes inline, the one it supersedes stays in the body store.
+    PutCrossingDown,
 }
 
-const OPS: [Op; 9] = [
+const OPS: [Op; 12] = [
     Op::Commit,
     Op::Put,
     Op::Delete,
@@ -400,7 +436,34 @@ const OPS: [Op; 9] = [
     Op::PutOverSnapshot,
     Op::Fork,
     Op::DeleteSnapshot,
+    Op::PutNamed,
+    Op::PutCrossingUp,
+    Op::PutCrossingDown,
 ];
+
+/// `word` padded with dots to over the harness's inline threshold (100 bytes at its 64), so
+/// its body goes to the body store.
+fn over_inline(word: &str) -> String {
+    let width = crate::harness::INLINE_BODY_BYTES as usize + 36;
+    format!("{word:.<width$}")
+}
+
+/// What `a.md` reads before the operation: its last prepared version.
+fn a_before(op: Op) -> String {
+    match op {
+        Op::PutCrossingDown => over_inline("three"),
+        _ => "three".to_owned(),
+    }
+}
+
+/// The operations that write `a.md` over its prepared versions, and nothing else: once
+/// broken, the history lists exactly the retained versions, and a retry converges.
+fn rewrites_a(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Put | Op::PutNamed | Op::PutCrossingUp | Op::PutCrossingDown
+    )
+}
 
 /// One run's workspace, named per request with the tenant-wide key.
 struct Run<'a> {
@@ -431,16 +494,31 @@ impl Run<'_> {
 }
 
 /// The state the operation starts from: `a.md` at versions 1-3 (so the next write prunes
-/// version 1), `b.md`, and, for an upload commit, its bytes staged; for the operations on
-/// a snapshot, a snapshot of that. Returns the upload id, or the snapshot's.
+/// version 1; the third over the inline threshold for [`Op::PutCrossingDown`]), `b.md`,
+/// and, for an upload commit, its bytes staged; for the operations on a snapshot, a
+/// snapshot of that. Returns the upload id, the snapshot's, or, for [`Op::PutNamed`],
+/// `a.md`'s etag.
 async fn prepare(run: &Run<'_>, op: Op) -> Option<String> {
+    let third = a_before(op);
+    let mut etag = None;
     for (path, content) in [
         ("a.md", "one"),
         ("a.md", "two"),
-        ("a.md", "three"),
+        ("a.md", third.as_str()),
         ("b.md", "bee"),
     ] {
-        run.put(path, content).await.assert_ok();
+        let put = run.put(path, content).await.assert_ok();
+        if path == "a.md" {
+            etag = put["etag"].as_str().map(str::to_owned);
+        }
+    }
+    if op == Op::PutNamed {
+        let etag = etag.expect("a.md's etag");
+        assert!(
+            workspace_core::model::parse_etag(&etag).is_some(),
+            "a.md's etag {etag} does not name its head"
+        );
+        return Some(etag);
     }
     if matches!(op, Op::PutOverSnapshot | Op::DeleteSnapshot) {
         let snap = run
@@ -499,7 +577,21 @@ async fn perform(run: &Run<'_>, op: Op, upload: Option<&str>) -> Reply {
             run.call(Method::POST, "/v1/host/workspace/snapshots", None)
                 .await
         }
-        Op::PutOverSnapshot => run.put("a.md", "four").await,
+        Op::PutOverSnapshot | Op::PutCrossingDown => run.put("a.md", "four").await,
+        Op::PutNamed => {
+            run.h
+                .call(
+                    Method::PUT,
+                    "/v1/host/workspace/files/a.md",
+                    Some(KEY_TENANT),
+                )
+                .header("x-workspace-id", &run.workspace)
+                .header("if-match", upload.expect("a.md's etag"))
+                .json(&json!({ "content": "four" }))
+                .send()
+                .await
+        }
+        Op::PutCrossingUp => run.put("a.md", &over_inline("four")).await,
         Op::Fork => {
             run.call(Method::POST, "/v1/host/workspace/forks", Some(json!({})))
                 .await
@@ -528,13 +620,16 @@ async fn perform(run: &Run<'_>, op: Op, upload: Option<&str>) -> Reply {
 }
 
 /// What `a.md` reads after the operation took effect.
-fn a_after(op: Op) -> Option<&'static str> {
+fn a_after(op: Op) -> Option<String> {
     match op {
-        Op::Put | Op::Commit | Op::PutOverSnapshot => Some("four"),
+        Op::Put | Op::Commit | Op::PutOverSnapshot | Op::PutNamed | Op::PutCrossingDown => {
+            Some("four".to_owned())
+        }
+        Op::PutCrossingUp => Some(over_inline("four")),
         Op::Delete => None,
-        Op::Restore => Some("two"),
-        Op::UploadCommit => Some("uploaded"),
-        Op::Snapshot | Op::Fork | Op::DeleteSnapshot => Some("three"),
+        Op::Restore => Some("two".to_owned()),
+        Op::UploadCommit => Some("uploaded".to_owned()),
+        Op::Snapshot | Op::Fork | Op::DeleteSnapshot => Some("three".to_owned()),
     }
 }
 
@@ -625,6 +720,79 @@ async fn check_snapshot_after(
     );
 }
 
+/// `a.md`'s history once `op` (a rewrite of it, [`rewrites_a`]) took effect or not: the
+/// last `max_versions` versions written (version 1 pruned by the rewrite, kept without it),
+/// each reading what was written.
+async fn check_history_of_a(after: &Run<'_>, op: Op, changed: bool, context: &str) {
+    let mut written = vec!["one".to_owned(), "two".to_owned(), a_before(op)];
+    if changed {
+        written.push(a_after(op).expect("a rewrite leaves a live file"));
+    }
+    let kept: Vec<(u64, String)> = written
+        .into_iter()
+        .enumerate()
+        .map(|(i, content)| (i as u64 + 1, content))
+        .rev()
+        .take(crate::harness::LIMITS.max_versions as usize)
+        .collect();
+    let history = after
+        .call(Method::GET, "/v1/host/workspace/versions/a.md", None)
+        .await
+        .assert_ok();
+    let listed: Vec<u64> = history["versions"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .filter_map(|r| r["version"].as_u64())
+        .collect();
+    assert_eq!(
+        listed,
+        kept.iter().map(|(n, _)| *n).collect::<Vec<u64>>(),
+        "{context}: a.md's retained versions: {history}"
+    );
+    for (n, content) in kept {
+        let r = after
+            .call(
+                Method::GET,
+                &format!("/v1/host/workspace/files/a.md?version={n}"),
+                None,
+            )
+            .await;
+        assert_eq!(
+            (r.status.as_u16(), r.json()["content"].as_str()),
+            (200, Some(content.as_str())),
+            "{context}: version {n} of a.md"
+        );
+    }
+}
+
+/// The client retries `op` (a rewrite of `a.md`) from the restarted process: it succeeds,
+/// or, for a put conditioned on the etag the broken run superseded, is refused as stale;
+/// either way `a.md` ends reading what an unbroken run leaves.
+async fn retry_rewrite(after: &Run<'_>, op: Op, token: Option<&str>, changed: bool, context: &str) {
+    let reply = perform(after, op, token).await;
+    if op == Op::PutNamed && changed {
+        assert_eq!(
+            (reply.status.as_u16(), reply.json()["error"].as_str()),
+            (409, Some("workspace_conflict")),
+            "{context}: a put on the superseded etag: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
+    } else {
+        assert!(
+            reply.status.is_success(),
+            "{context}: {} {}",
+            reply.status,
+            String::from_utf8_lossy(&reply.body)
+        );
+    }
+    assert_eq!(
+        a_now(after).await,
+        a_after(op),
+        "{context}: the retry did not converge"
+    );
+}
+
 /// `a.md`'s content now (`None`: no live file), read through a restarted process.
 async fn a_now(run: &Run<'_>) -> Option<String> {
     let r = run
@@ -682,8 +850,10 @@ async fn assert_bodies_consistent(
     assert_stored_bodies_named(inventory, scope, &named, context, ", after the sweep").await;
 }
 
-/// Every step of PUT, DELETE, restore, upload commit and snapshot, broken in each of the
-/// three ways, then a restart and the sweeper: the invariants above hold.
+/// Every step of PUT (plain, conditioned on the head's etag, and crossing the inline
+/// threshold either way), DELETE, restore, upload commit and snapshot, broken in each of
+/// the three ways, then a restart and the sweeper: the invariants above hold. A rewrite of
+/// `a.md` also leaves exactly the retained versions, and the client's retry converges.
 /// `make` builds a fresh backend for each operation.
 pub async fn every_crash_point_of_every_commit_keeps_the_invariants<F, Fut>(make: F)
 where
@@ -723,7 +893,23 @@ where
         let done = perform(&run, op, upload.as_deref()).await;
         assert!(done.status.is_success(), "{op:?} unbroken: {}", done.status);
         let steps = plan.calls() - before;
-        assert!(steps >= 2, "{op:?} took {steps} port calls");
+        if op == Op::PutNamed {
+            // Planned from the etag: no head read before its commit (the search index
+            // reads heads after it).
+            let commit = plan
+                .commit_calls()
+                .into_iter()
+                .find(|c| *c >= before)
+                .expect("the named put's commit");
+            let read = plan.head_calls().into_iter().find(|c| *c >= before);
+            assert!(
+                read.is_none_or(|r| r > commit),
+                "{op:?} read the head its If-Match names (call {read:?}, commit at {commit})"
+            );
+            assert!(steps >= 1, "{op:?} took {steps} port calls");
+        } else {
+            assert!(steps >= 2, "{op:?} took {steps} port calls");
+        }
 
         for step in 0..steps {
             for fault in FAULTS {
@@ -755,7 +941,7 @@ where
                     workspace,
                 };
                 let now = a_now(&after).await;
-                let changed = now.as_deref() != Some("three");
+                let changed = now != Some(a_before(op));
                 if op == Op::Fork {
                     assert_eq!(now.as_deref(), Some("three"), "{context}");
                     if acked {
@@ -791,11 +977,7 @@ where
                         );
                     }
                 } else if acked {
-                    assert_eq!(
-                        now.as_deref(),
-                        a_after(op),
-                        "{context}: acknowledged, then lost"
-                    );
+                    assert_eq!(now, a_after(op), "{context}: acknowledged, then lost");
                 } else if fault == Fault::Fail {
                     assert!(
                         !changed,
@@ -804,7 +986,7 @@ where
                     );
                 } else {
                     assert!(
-                        !changed || now.as_deref() == a_after(op),
+                        !changed || now == a_after(op),
                         "{context}: neither before nor after: {now:?}"
                     );
                 }
@@ -840,20 +1022,45 @@ where
                         );
                     }
                 }
-                let scope = Scope::parse("acme", &after.workspace).expect("scope");
-                if let Some(events) = &recovery.events {
-                    let paths = ["a.md".to_owned(), "b.md".to_owned(), "c.md".to_owned()];
-                    assert_events_once(meta.as_ref(), events.as_ref(), &scope, &paths, &context)
-                        .await;
+                if rewrites_a(op) {
+                    check_history_of_a(&after, op, changed, &context).await;
                 }
-                assert_bodies_consistent(
-                    meta.as_ref(),
-                    bodies.as_ref(),
-                    recovery.inventory.as_ref(),
-                    &scope,
-                    &context,
-                )
-                .await;
+                let scope = Scope::parse("acme", &after.workspace).expect("scope");
+                let consistent = |context: String| {
+                    let (meta, bodies, scope) = (&meta, &bodies, &scope);
+                    let (events, inventory) = (&recovery.events, &recovery.inventory);
+                    async move {
+                        if let Some(events) = events {
+                            let paths = ["a.md".to_owned(), "b.md".to_owned(), "c.md".to_owned()];
+                            assert_events_once(
+                                meta.as_ref(),
+                                events.as_ref(),
+                                scope,
+                                &paths,
+                                &context,
+                            )
+                            .await;
+                        }
+                        assert_bodies_consistent(
+                            meta.as_ref(),
+                            bodies.as_ref(),
+                            inventory.as_ref(),
+                            scope,
+                            &context,
+                        )
+                        .await;
+                    }
+                };
+                consistent(context.clone()).await;
+                if rewrites_a(op) {
+                    // The client's retry, from the restarted process: it ends where an
+                    // unbroken run does, and leaves the stores as consistent. (It prunes an
+                    // inline version, 1 or 2: no body is left for AWS's stream publisher.)
+                    let context = format!("{context}, retried");
+                    retry_rewrite(&after, op, upload.as_deref(), changed, &context).await;
+                    (recovery.sweep)().await.expect("sweep");
+                    consistent(context).await;
+                }
                 // Last: it writes more (whose pruned bodies the stream publisher, not the
                 // sweep above, deletes on AWS).
                 if matches!(op, Op::PutOverSnapshot | Op::DeleteSnapshot) {
