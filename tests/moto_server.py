@@ -13,6 +13,11 @@ stream record it ever kept) once per *item* of the transaction, to roll back on 
 emulator grew past 10 GB. `_one_copy_per_table` makes it copy each table once per
 transaction, which is all the rollback needs; behaviour is otherwise moto's own.
 
+A second patch, for a moto bug: when a table's stream is mapped to a Lambda function, moto
+`json.dumps` each write's stream records and fails on a binary attribute (the inline body of a
+small file, `body`), which cancels the write itself. AWS hands binary values to Lambda
+base64-encoded; `_binary_in_stream_events` makes moto's encoder do the same, and nothing else.
+
 IAM: `tests/iam/moto_plugin.py` is installed, so requests signed with credentials from moto's
 STS `AssumeRole` are authorized as AWS documents it (tests/iam/README.md); every other
 request (the suite's dummy credentials) is served as before. Decision log: WORKSPACE_IAM_LOG.
@@ -134,11 +139,32 @@ def _install_iam_plugin() -> None:
     moto_plugin.install()
 
 
+def _binary_in_stream_events() -> None:
+    import base64
+    import json
+    import types
+
+    import moto.awslambda.models as lambda_models
+
+    def default(o):  # type: ignore[no-untyped-def]
+        if isinstance(o, (bytes, bytearray)):
+            return base64.b64encode(o).decode("ascii")
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    def dumps(obj, **kw):  # type: ignore[no-untyped-def]
+        return json.dumps(obj, default=default, **kw)
+
+    lambda_models.json = types.SimpleNamespace(
+        dumps=dumps, loads=json.loads, JSONDecodeError=json.JSONDecodeError
+    )
+
+
 def main() -> None:
     """`--tls FOLDER`: serve HTTPS only, with a fresh self-signed certificate
     (FOLDER/cert.pem), for the test that the AWS clients speak TLS and check the certificate.
     Default: HTTP (first stdout line) and HTTPS (second line) over the same backends."""
     _one_copy_per_table()
+    _binary_in_stream_events()
     _install_iam_plugin()
     app = _one_at_a_time(DomainDispatcherApplication(create_backend_app))
 

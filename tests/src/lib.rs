@@ -1,10 +1,12 @@
 //! Cross-crate tests live in `tests/`; this library holds what several of them share:
 //! the functions under the Runtime Interface Emulator ([`rie`]), API Gateway HTTP API
 //! payload-2.0 events built from HTTP requests ([`apigw`]), the local server as a
-//! process ([`local`]), and `ws mount` as a process ([`mount`]).
+//! process ([`local`]), `ws mount` as a process ([`mount`]), and the linearizability
+//! checker of the file API's histories ([`linearizability`]).
 
 pub mod apigw;
 pub mod b64;
+pub mod linearizability;
 pub mod local;
 pub mod mount;
 pub mod rie;
