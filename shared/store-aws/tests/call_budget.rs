@@ -384,6 +384,26 @@ async fn small_files_cost_one_dynamodb_request_and_no_s3_request() {
         ["DynamoDB.GetItem", "DynamoDB.GetItem", "S3.GetObject"]
     );
 
+    // A diff, a snapshot and a read through it, a restore of a small version: no S3
+    // request either (last: a live snapshot makes a later If-Match write read the head).
+    log.reset();
+    svc.diff(&who(), &path, 2, Some(3)).await.unwrap();
+    let snap = svc.create_snapshot(&who()).await.unwrap();
+    assert_eq!(
+        svc.get_in_snapshot(&who(), &snap.id, &path)
+            .await
+            .unwrap()
+            .content,
+        b"small again"
+    );
+    let restored = svc.restore(&who(), &path, 2, None, None).await.unwrap();
+    assert_eq!(restored.content, at_threshold.as_bytes());
+    assert!(
+        log.calls().iter().all(|c| c.starts_with("DynamoDB.")),
+        "{:?}",
+        log.calls()
+    );
+
     // Redaction happens before the body reaches DynamoDB: a registered secret written into
     // a small file is in no item, as text or bytes.
     let secrets = DynamoSecrets::new(env.clients.dynamodb.clone(), &env.table);
