@@ -21,9 +21,9 @@ async fn put(s: &Server, key: &str, path: &str, content: &str) -> Value {
     r.json().await.unwrap()
 }
 
+/// Whether the file holds `needle`, as is or base64-encoded (an inline body in a record).
 fn file_holds(path: &std::path::Path, needle: &str) -> bool {
-    let raw = std::fs::read(path).unwrap_or_default();
-    raw.windows(needle.len()).any(|w| w == needle.as_bytes())
+    workspace_contract::raw_holds(&std::fs::read(path).unwrap_or_default(), needle)
 }
 
 #[tokio::test]

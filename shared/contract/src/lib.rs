@@ -39,6 +39,29 @@ pub mod uploads;
 
 pub use harness::{Backend, Capabilities, Harness};
 
+/// Whether the raw bytes of a store's file hold `text`: as is (a body in a body table), or
+/// base64-encoded at any of the three alignments (an inline body inside a JSON record,
+/// `workspace_core::model::InlineBody`), judged by the characters every encoding of `text`
+/// at that offset shares.
+pub fn raw_holds(raw: &[u8], text: &str) -> bool {
+    use base64::Engine;
+    let text = text.as_bytes();
+    let mut forms = vec![text.to_vec()];
+    for k in 0..3usize {
+        let mut padded = vec![0u8; k];
+        padded.extend_from_slice(text);
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&padded);
+        // Whole 3-byte groups after the padding depend only on `text`.
+        let (first, last) = (k.div_ceil(3) * 4, (padded.len() / 3) * 4);
+        if last > first {
+            forms.push(encoded.as_bytes()[first..last].to_vec());
+        }
+    }
+    forms
+        .iter()
+        .any(|form| raw.windows(form.len()).any(|w| w == form.as_slice()))
+}
+
 /// A body's bytes wherever they are kept: inline in its item, or in the body store
 /// (`None`: gone from the store).
 pub async fn body_bytes(

@@ -14,7 +14,7 @@
 mod feed;
 pub mod lines;
 
-pub use feed::{ChangeFeed, ChangeLogFeed, FeedPage, OutboxFeed};
+pub use feed::{ChangeFeed, ChangeLogFeed, FeedPage, OutboxFeed, CHANGE_LOG_OVERLAP_MS};
 
 use crate::error::Result;
 use crate::scope::Scope;
