@@ -1958,8 +1958,8 @@ fn replace_strings(v: &mut Value, ids: &mut Ids, step: &str, n: &mut HashMap<Str
     }
 }
 
-/// File etags (`"<version>-<hex>"`) inside text (messages, MCP tool output) mapped like
-/// the `etag` fields.
+/// File etags (`"<version>-<hex>-<seq>-<lineage>"`, or `"<version>-<hex>"` from before)
+/// inside text (messages, MCP tool output) mapped like the `etag` fields.
 fn replace_etags(text: &str, ids: &mut Ids, step: &str, n: &mut HashMap<String, usize>) -> String {
     let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
@@ -1971,7 +1971,7 @@ fn replace_etags(text: &str, ids: &mut Ids, step: &str, n: &mut HashMap<String, 
             if digits > 0 && b.get(at) == Some(&b'-') {
                 let hex = b[at + 1..]
                     .iter()
-                    .take_while(|c| c.is_ascii_hexdigit())
+                    .take_while(|c| c.is_ascii_hexdigit() || **c == b'-')
                     .count();
                 let end = at + 1 + hex;
                 if hex >= 8 && b.get(end) == Some(&b'"') {

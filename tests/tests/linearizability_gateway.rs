@@ -35,9 +35,9 @@ use workspace_tests::{b64, root};
 /// Histories (each `CLIENTS` × `OPS_PER_CLIENT` operations on paths of its own).
 const HISTORIES: usize = 50;
 /// Histories run side by side.
-const PARALLEL: usize = 4;
+const PARALLEL: usize = 3;
 /// Instances of one function running at once.
-const INSTANCES: usize = 3;
+const INSTANCES: usize = 2;
 
 /// The instances of one function: idle ones, and a turn for each that may run.
 struct Pool {

@@ -7,8 +7,11 @@
 //! It also sweeps ended forks (`workspace_core::forks::sweep`): for every workspace it
 //! finds in the bucket, the expired forks its base snapshots name, and for every fork it
 //! finds there whose record has expired (or is gone), the fork's whole partition and every
-//! S3 version under its prefix, then its base snapshot in the parent. A fork that wrote
-//! nothing has no key in the bucket; its parent's base snapshots find it.
+//! S3 version under its prefix, then its base snapshot in the parent. Every fork leaves an
+//! empty marker object under its prefix when it is created (`service/forks.rs`,
+//! `mark_fork`): with small bodies kept inline in DynamoDB, neither a fork nor its parent
+//! need have another key in the bucket. A fork whose marker was never stored is found
+//! through its parent's base snapshots when the parent has keys.
 //!
 //! It also removes what two-step uploads left in the staging area
 //! (`t/<tenant>/w/<workspace>/uploads/`) once older than `STAGED_MAX_AGE_MS`: uploads never

@@ -70,8 +70,8 @@ async fn seeded(n: usize, log: &CallLog) -> (common::Env, workspace_core::Worksp
 /// Snapshots and forks of 0, 1 and 1,000 files (the longest paths for the last) cost the
 /// same calls: a snapshot reads the point registry, swaps it with its record in one
 /// transaction and lists one page for its answer; a fork reads the live count and the
-/// registry and swaps it with the base's record and the fork's record. No S3 call, no
-/// call per file.
+/// registry, swaps it with the base's record and the fork's record, then leaves its marker
+/// in the bucket (one empty S3 object, so the sweeper finds it). No call per file.
 #[tokio::test]
 async fn snapshots_and_forks_cost_the_same_calls_at_any_size() {
     let mut seen: Vec<(usize, Vec<String>, Vec<String>)> = Vec::new();
@@ -101,7 +101,8 @@ async fn snapshots_and_forks_cost_the_same_calls_at_any_size() {
             [
                 "DynamoDB.GetItem",
                 "DynamoDB.GetItem",
-                "DynamoDB.TransactWriteItems"
+                "DynamoDB.TransactWriteItems",
+                "S3.PutObject"
             ],
             "fork of {n} files"
         );
@@ -291,17 +292,18 @@ async fn copy_items(
         .unwrap();
 }
 
-/// The scheduled sweeper erases ended forks: one that wrote files (found by its keys in
-/// the bucket) and one that wrote nothing (found by its parent's base snapshots) lose
-/// their whole partition, every S3 version under their prefix and their base snapshot;
-/// a live fork and the parent are untouched.
+/// The scheduled sweeper erases ended forks: one that wrote small files and one that wrote
+/// nothing (each found by the marker it left in the bucket: with inline bodies neither it
+/// nor its parent has another key there) lose their whole partition, every S3 version
+/// under their prefix and their base snapshot; a live fork and the parent are untouched.
 #[tokio::test]
 async fn the_sweeper_erases_expired_forks_and_nothing_else() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use workspace_core::ports::Clock;
     let env = common::fresh(None).await;
-    // Bodies in S3, so the sweep has S3 objects to erase.
-    let svc = env.service(Limits::default()).with_inline_body_bytes(0);
+    // Small bodies, kept inline: the sweep finds each fork by the marker it leaves in
+    // the bucket (`mark_fork`), and its parent has no key there at all.
+    let svc = env.service(Limits::default());
     let parent = Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice");
     for p in ["a.md", "b.md"] {
         svc.put(&parent, put(p, "base")).await.unwrap();
@@ -359,8 +361,9 @@ async fn the_sweeper_erases_expired_forks_and_nothing_else() {
         }
     };
     let pk = |f: &workspace_core::service::Fork| format!("acme#{}", f.workspace);
-    assert!(items(pk(&busy), "").await >= 7 && objects(&busy).await == 2);
-    assert!(items(pk(&idle), "").await >= 1);
+    // Each fork's only key in the bucket is its marker (its bodies are inline).
+    assert!(items(pk(&busy), "").await >= 7 && objects(&busy).await == 1);
+    assert!(items(pk(&idle), "").await >= 1 && objects(&idle).await == 1);
     assert_eq!(items("acme#main".into(), "snap#fork-").await, 3);
 
     let sweeper = workspace_store_aws::sweeper::Sweeper {

@@ -43,6 +43,8 @@ pub const MAX_FORK_DIFF_PAGE: usize = 1000;
 pub const MAX_RESOLUTIONS: usize = 1000;
 /// Changed paths whose base and parent a diff reads side by side.
 const SIDE_READS: usize = 16;
+/// The object every fork leaves under its key prefix (`mark_fork`).
+pub const FORK_MARKER: &str = "fork";
 /// How long before it lands a commit's change-log entry may be stamped (each commit
 /// attempt reads the clock, then runs one store transaction), with room for the clocks of
 /// two hosts to differ: a fork's changes since its base are read from this long before the
@@ -397,7 +399,26 @@ impl WorkspaceService {
             record.base_created_at = s.created_at;
         }
         self.take_base_at(who, &scope, &record, at).await?;
+        self.mark_fork(&scope).await;
         Self::fork_view(&scope, &record)
+    }
+
+    /// Leaves an empty object under the fork's key prefix in the body store, once its record
+    /// exists: the S3 sweeper finds the workspaces to sweep by their keys in the bucket, and a
+    /// fork (or a parent) that writes only small files, kept inline, has no other key there
+    /// (`store-aws/src/sweeper.rs`). The fork's erase removes it with everything under the
+    /// prefix. Best effort: a fork without it is still found through its parent's keys, or its
+    /// own once it stores a larger body.
+    async fn mark_fork(&self, scope: &Scope) {
+        let key = format!("{}{FORK_MARKER}", scope.key_prefix());
+        if let Err(e) = self
+            .bodies
+            .store()
+            .put(&key, Vec::new(), "application/octet-stream")
+            .await
+        {
+            tracing::warn!(error = %e, %scope, "fork marker not stored; the sweep may find the fork late");
+        }
     }
 
     /// Takes `record`'s base as a point of the parent (`record.base_created_at` later than
@@ -532,6 +553,7 @@ impl WorkspaceService {
             }
             return Err(e);
         }
+        self.mark_fork(scope).await;
         Self::fork_view(scope, &record)
     }
 
