@@ -151,13 +151,16 @@ async fn every_recorded_event_runs_through_its_function_binary() {
         roles,
     } = rie::fresh_stack("invoke").await;
     // This test's settings: two versions kept per file (so a third write prunes the first
-    // version item in its commit), and no grace for orphaned bodies (so the sweep below
-    // deletes the one seeded).
+    // version item in its commit), no grace for orphaned bodies (so the sweep below
+    // deletes the one seeded), and every body in S3 (so each function's S3 calls run
+    // under its role: the recorded events' files are small, and the gateway tests,
+    // ws_mount_gateway.rs and linearizability_gateway.rs, run the inline ones).
     override_env(
         &env_json,
         &[
             ("WORKSPACE_MAX_VERSIONS", "2"),
             ("WORKSPACE_ORPHAN_GRACE_SECONDS", "0"),
+            ("WORKSPACE_INLINE_BODY_BYTES", "0"),
         ],
     );
     let (sam, bin_dir) = tokio::task::spawn_blocking(move || {
