@@ -296,6 +296,28 @@ impl SnapshotFile {
 }
 
 impl Head {
+    /// What a head is known to be from its etag alone ([`parse_etag`]): a live file of
+    /// `lineage` at `version` and `seq`, holding no pins; nothing else of it is known.
+    pub fn named(path: &str, lineage: &str, version: u64, seq: u64, etag: &str) -> Self {
+        Self {
+            path: path.to_owned(),
+            lineage: lineage.to_owned(),
+            version,
+            seq,
+            etag: etag.to_owned(),
+            size: 0,
+            content_type: String::new(),
+            updated_at: 0,
+            deleted: false,
+            body: None,
+            sha256: String::new(),
+            pins: Vec::new(),
+            pin_rev: 0,
+            principal: String::new(),
+            point: 0,
+        }
+    }
+
     /// The head of `path` whose live version (or tombstone) is `v`, with `pins` at
     /// revision `pin_rev` (what [`VersionRecord::of_head`] drops).
     pub fn of_version(path: String, v: VersionRecord, pins: Vec<Pin>, pin_rev: u64) -> Self {

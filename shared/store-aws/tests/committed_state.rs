@@ -30,6 +30,18 @@ fn sweeper(env: &common::Env) -> Sweeper {
     }
 }
 
+/// An admin of acme/main (erasing a version needs one).
+fn admin() -> Identity {
+    Identity {
+        access: workspace_core::Access {
+            read: true,
+            write: true,
+            admin: true,
+        },
+        ..Identity::read_write(Scope::parse("acme", "main").unwrap(), "root")
+    }
+}
+
 fn alice() -> Identity {
     Identity::read_write(Scope::parse("acme", "main").unwrap(), "alice")
 }
@@ -404,14 +416,7 @@ async fn erasing_a_version_is_announced_from_the_stream_and_its_s3_version_is_go
     let env = common::fresh(None).await;
     let observed = common::observed_bus().await;
     let svc = service(&env, 20);
-    let admin = Identity {
-        access: workspace_core::Access {
-            read: true,
-            write: true,
-            admin: true,
-        },
-        ..Identity::read_write(Scope::parse("acme", "main").unwrap(), "root")
-    };
+    let admin = admin();
     svc.put(&alice(), put("leak.md", "the leaked text", None))
         .await
         .unwrap();
@@ -603,14 +608,7 @@ fn publisher_filters() -> Vec<serde_json::Value> {
 async fn an_erased_inline_body_is_in_no_item_and_no_record_the_publisher_reads() {
     let env = common::fresh(None).await;
     let svc = env.service(Limits::default());
-    let admin = Identity {
-        access: workspace_core::Access {
-            read: true,
-            write: true,
-            admin: true,
-        },
-        ..Identity::read_write(Scope::parse("acme", "main").unwrap(), "root")
-    };
+    let admin = admin();
     let secret = "inline leak 5e1d 9c2e";
     svc.put(&alice(), put("leak.md", secret, None))
         .await

@@ -357,22 +357,6 @@ mod tests {
     }
 
     fn blank() -> Head {
-        Head {
-            path: "a".into(),
-            lineage: "l".into(),
-            version: 1,
-            seq: 1,
-            etag: String::new(),
-            size: 0,
-            content_type: String::new(),
-            updated_at: 0,
-            deleted: false,
-            body: None,
-            sha256: String::new(),
-            pins: vec![],
-            pin_rev: 0,
-            principal: String::new(),
-            point: 0,
-        }
+        Head::named("a", "l", 1, 1, "")
     }
 }

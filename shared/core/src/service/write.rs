@@ -372,23 +372,7 @@ impl WorkspaceService {
             return None;
         }
         Some(Named {
-            head: Some(Head {
-                path: path.to_string(),
-                lineage: lineage.to_owned(),
-                version,
-                seq,
-                etag: etag.to_owned(),
-                size: 0,
-                content_type: String::new(),
-                updated_at: 0,
-                deleted: false,
-                body: None,
-                sha256: String::new(),
-                pins: Vec::new(),
-                pin_rev: 0,
-                principal: String::new(),
-                point: 0,
-            }),
+            head: Some(Head::named(path.as_str(), lineage, version, seq, etag)),
         })
     }
 
