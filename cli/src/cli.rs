@@ -138,17 +138,23 @@ pub enum Command {
         #[arg(long, value_name = "ETAG")]
         if_match: Option<String>,
     },
-    /// Search the workspace: ranked words (default), an exact substring or a regex; the
-    /// best files first, each with its version and matching lines
+    /// Search the workspace: ranked words (default), an exact substring, a regex, or by
+    /// meaning; the best files first, each with its version and matching lines
     Search {
-        /// What to look for
+        /// What to look for (with --semantic or --hybrid: what it is about, in any words)
         query: String,
         /// The literal text, punctuation included
-        #[arg(long, conflicts_with = "regex")]
+        #[arg(long, conflicts_with_all = ["regex", "semantic", "hybrid"])]
         exact: bool,
         /// A regular expression
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["semantic", "hybrid"])]
         regex: bool,
+        /// By meaning: the passages closest to the query (needs the server's model)
+        #[arg(long, conflicts_with = "hybrid")]
+        semantic: bool,
+        /// Words and meaning together, fused (needs the server's model)
+        #[arg(long)]
+        hybrid: bool,
         /// With --exact or --regex: ignore case
         #[arg(long, short = 'i')]
         ignore_case: bool,

@@ -8,6 +8,7 @@ mod keys;
 mod listener;
 mod mcp_stdio;
 mod mcp_stream;
+mod models;
 mod secret_file;
 mod secrets;
 mod server;
@@ -99,6 +100,12 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Install the embedding model search by meaning runs (all-MiniLM-L6-v2, pinned
+    /// weights), or say whether it is installed.
+    Models {
+        #[command(subcommand)]
+        action: models::ModelsAction,
+    },
 }
 
 #[derive(Subcommand)]
@@ -189,6 +196,7 @@ async fn main() {
         }) => Settings::from_env().and_then(|s| events::webhooks::print_status(&s.local.data_dir)),
         Some(Command::Provision) => provision().await,
         Some(Command::Reindex { tenant, workspace }) => reindex(tenant, workspace).await,
+        Some(Command::Models { action }) => models::manage(action).await,
     };
     if let Err(e) = result {
         eprintln!("workspace-local: {e}");
@@ -300,7 +308,10 @@ async fn reindex(tenant: Option<String>, workspace: Option<String>) -> Result<()
     };
     let stores = Stores::open(&settings).await?;
     let search = stores.search(&settings)?;
-    let files = stores.files(&settings).with_search(search);
+    let files = stores
+        .files(&settings)
+        .with_search(search)
+        .with_semantic(workspace_wiring::semantic::local(&settings));
     let scope = workspace_core::Scope::new(
         workspace_core::TenantId::parse(&tenant).map_err(|e| e.to_string())?,
         workspace_core::WorkspaceId::parse(&workspace).map_err(|e| e.to_string())?,
@@ -325,7 +336,10 @@ async fn mcp(who: mcp_stdio::Who) -> Result<(), String> {
     let search = stores.search(&settings)?;
     // As on the HTTP server: a write answers before its scope's index catches up, and a
     // search first applies whatever is still pending.
-    let mut files = stores.files(&settings).with_search(search);
+    let mut files = stores
+        .files(&settings)
+        .with_search(search)
+        .with_semantic(workspace_wiring::semantic::local(&settings));
     // On the embedded store, commits ring a bell so subscribed resources are notified.
     let feed = stores.events.clone().map(|log| mcp_stdio::ChangeFeed {
         log,
@@ -384,11 +398,24 @@ async fn serve() -> Result<(), String> {
             stores.sessions.clone(),
             stores.erasers.clone(),
         ))
-        .with_search(stores.search(&settings)?);
+        .with_search(stores.search(&settings)?)
+        // Search by meaning when the model is installed; without it the server starts all
+        // the same, and discovery and the 503 of semantic searches say why and how.
+        .with_semantic(workspace_wiring::semantic::local(&settings));
+    match files.semantic() {
+        workspace_core::service::Semantic::On(e) => {
+            tracing::info!(model = e.model_id(), "search by meaning is on")
+        }
+        workspace_core::service::Semantic::Off(why) => {
+            tracing::info!(reason = %why, "search by meaning is off")
+        }
+    }
+    let semantic = workspace_wiring::semantic::advertised(files.semantic());
     // Commits answer before their index catches up; searches apply what is still pending.
     let (mut files, index_refresher) = files.with_index_refresh_after_answer();
     let registry = Arc::new(RegistryOf(stores.sessions.clone()));
     let mut app = App::new(auth).with_registry(registry);
+    app.advertised.semantic = semantic;
     app.advertised.public_url = Some(
         local
             .public_url

@@ -217,3 +217,107 @@ async fn deleting_a_workspace_deletes_its_index() {
         every_file()
     );
 }
+
+/// Search by meaning on the local server. Without the model the server starts, keyword
+/// search works, discovery says semantic search is off and why, and `semantic` and
+/// `hybrid` answer 503 saying how to install it; with `WORKSPACE_MODEL_DIR` naming the
+/// installed model (tests/run.sh installs it), the very next search after a write finds it
+/// by meaning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_by_meaning_is_off_without_the_model_and_on_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Client::new();
+    let text = "When a customer's card is declined, wait and charge it again later.";
+    let key;
+    {
+        let s = Server::start(dir.path(), &[]).await;
+        key = s.generated_key();
+        put(&c, &s, &key, "memory/billing/backoff.md", text).await;
+        let found = search(&c, &s, &key, "declined").await;
+        assert_eq!(paths(&found), ["memory/billing/backoff.md@1"]);
+        let discovery: Value = c
+            .get(s.url("/.well-known/openwop"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let semantic = &discovery["search"]["semantic"];
+        assert_eq!(semantic["supported"], false, "{discovery}");
+        assert!(
+            semantic["reason"]
+                .as_str()
+                .unwrap()
+                .contains("models install"),
+            "{semantic}"
+        );
+        assert_eq!(
+            discovery["search"]["modes"],
+            serde_json::json!(["keyword", "exact", "regex"])
+        );
+        for mode in ["semantic", "hybrid"] {
+            let r = c
+                .get(s.url(&format!(
+                    "/v1/host/workspace/search?q=retrying+payments&mode={mode}"
+                )))
+                .bearer_auth(&key)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 503, "{mode}");
+            let body: Value = r.json().await.unwrap();
+            assert_eq!(body["error"], "unavailable");
+            let message = body["message"].as_str().unwrap();
+            assert!(
+                message.contains("workspace-local models install"),
+                "{message}"
+            );
+            assert!(message.contains("mode=keyword works"), "{message}");
+        }
+    }
+    let model = std::env::var("WORKSPACE_MODEL_DIR")
+        .expect("WORKSPACE_MODEL_DIR names the installed model (tests/run.sh installs it)");
+    // The same data: the index made without the model is embedded on the first search.
+    let s = Server::start(dir.path(), &[("WORKSPACE_MODEL_DIR", &model)]).await;
+    let discovery: Value = c
+        .get(s.url("/.well-known/openwop"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        discovery["search"]["semantic"]["supported"], true,
+        "{discovery}"
+    );
+    put(
+        &c,
+        &s,
+        &key,
+        "recipes/bread.md",
+        "Mix flour, water and starter, then bake the loaf.",
+    )
+    .await;
+    for mode in ["semantic", "hybrid"] {
+        let r = c
+            .get(s.url(&format!(
+                "/v1/host/workspace/search?q=the+note+about+retrying+payments&mode={mode}"
+            )))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{mode}");
+        let found: Value = r.json().await.unwrap();
+        assert_eq!(
+            found["hits"][0]["path"], "memory/billing/backoff.md",
+            "{found}"
+        );
+        assert!(
+            found["hits"][0]["passage"]["startLine"].is_number(),
+            "{found}"
+        );
+    }
+}

@@ -245,6 +245,46 @@ fn two_free_ports() -> (u16, u16) {
     (port(&a), port(&b))
 }
 
+/// The variable naming the file emulated functions log to (their stdout and stderr,
+/// appended), to read why a function answered 500; unset, their logs go nowhere.
+pub const FUNCTION_LOG: &str = "WORKSPACE_TEST_FUNCTION_LOG";
+
+/// The warning and error lines of the functions' log ([`FUNCTION_LOG`]), the last 40.
+pub fn function_log_problems() -> String {
+    let Some(path) = std::env::var_os(FUNCTION_LOG) else {
+        return format!("({FUNCTION_LOG} is not set)");
+    };
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            [
+                "\"level\":\"ERROR\"",
+                "\"level\":\"WARN\"",
+                "[ERROR]",
+                "[WARN",
+                "panicked",
+            ]
+            .iter()
+            .any(|m| l.contains(m))
+        })
+        .collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+/// Where an emulated function's log goes ([`FUNCTION_LOG`]).
+fn function_log() -> Stdio {
+    std::env::var_os(FUNCTION_LOG)
+        .and_then(|path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .ok()
+        })
+        .map_or_else(Stdio::null, Stdio::from)
+}
+
 /// Starts `logical_id` under the emulator and waits until it listens. An emulator that
 /// exits before it listens (a port taken between choosing and binding it) is started again
 /// on other ports, up to three times.
@@ -272,8 +312,8 @@ pub fn emulate(sam: &Sam, logical_id: &str, bin_dir: &Path) -> Emulated {
             .envs(env)
             .envs(role.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(function_log())
+            .stderr(function_log())
             .process_group(0)
             .spawn()
             .expect("the emulator from aws-sam-cli");

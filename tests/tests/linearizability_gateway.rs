@@ -127,6 +127,15 @@ impl Transport for ThroughGateway {
                 .body(body);
         }
         let a = self.0.answer(&http).await;
+        if a.status >= 500 {
+            eprintln!(
+                "{} {} answered {}; the functions' warnings and errors:\n{}",
+                req.method,
+                req.path,
+                a.status,
+                rie::function_log_problems()
+            );
+        }
         (
             a.status,
             serde_json::from_slice(&a.body).unwrap_or(Value::Null),
@@ -158,6 +167,13 @@ fn caller() -> (BTreeMap<String, String>, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn histories_through_api_gateway_and_the_functions_are_linearizable() {
     let started = Instant::now();
+    // The functions' logs go to one file, so a 5xx can be shown with the error that made it.
+    if std::env::var_os(rie::FUNCTION_LOG).is_none() {
+        let log = std::env::temp_dir().join(format!("lin-gateway-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&log);
+        // Set before any function starts (each reads it when it is spawned).
+        std::env::set_var(rie::FUNCTION_LOG, &log);
+    }
     let gateway = Gateway::from_template(&root().join("template.yaml"));
     // Held to the end: its resources live as long as the test.
     let moto = rie::fresh_stack("lin").await;

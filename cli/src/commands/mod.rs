@@ -81,6 +81,8 @@ async fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
             query,
             exact,
             regex,
+            semantic,
+            hybrid,
             ignore_case,
             prefix,
             glob,
@@ -91,6 +93,10 @@ async fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
                 "exact"
             } else if regex {
                 "regex"
+            } else if semantic {
+                "semantic"
+            } else if hybrid {
+                "hybrid"
             } else {
                 "keyword"
             };

@@ -42,8 +42,16 @@ pub async fn run(ctx: &mut Ctx, query: Query) -> Result<()> {
     let index = &answer["index"];
     let mut out = String::new();
     for hit in &hits {
+        // A hit by meaning names the passage that matched.
+        let passage = match (
+            hit["passage"]["startLine"].as_u64(),
+            hit["passage"]["endLine"].as_u64(),
+        ) {
+            (Some(a), Some(b)) => format!(" (lines {a}-{b})"),
+            _ => String::new(),
+        };
         out.push_str(&format!(
-            "{}@{}\n",
+            "{}@{}{passage}\n",
             output::cell(&hit["path"]),
             output::cell(&hit["version"])
         ));

@@ -55,13 +55,14 @@ function Search({ prefix }) {
       <label for="mode">Mode</label>
       <select id="mode" value=${mode} onChange=${(e) => setMode(e.target.value)}>
         <option value="keyword">words</option><option value="exact">exact text</option><option value="regex">regular expression</option>
+        <option value="semantic">by meaning</option><option value="hybrid">words and meaning</option>
       </select>
       <button type="submit">Search</button>
     </form>
     <${ErrorBox} error=${error} />
     ${result && html`<p class="muted">${result.hits.length} hit(s); ${result.index.indexed} of ${result.index.total} files indexed${result.index.pending ? `, ${result.index.pending} pending` : ''}.</p>
       <ol class="hits">${result.hits.map((h) => html`<li>
-        <a href=${link('file', { path: h.path, version: h.version })}>${h.path}</a> <span class="muted">version ${h.version}</span>
+        <a href=${link('file', { path: h.path, version: h.version })}>${h.path}</a> <span class="muted">version ${h.version}${h.passage ? `, lines ${h.passage.startLine}-${h.passage.endLine}` : ''}</span>
         <ul class="plain">${h.lines.map((l) => html`<li><span class="muted">${l.line}:</span> <code>${l.text}</code></li>`)}</ul>
       </li>`)}</ol>`}
   </section>`;

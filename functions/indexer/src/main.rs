@@ -8,7 +8,11 @@ use lambda_runtime::{service_fn, Error, LambdaEvent};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let aws = workspace_lambda::start().await?;
-    let indexer = Indexer::new(aws.files()?.with_search(aws.search()?));
+    let indexer = Indexer::new(
+        aws.files()?
+            .with_search(aws.search()?)
+            .with_semantic(workspace_wiring::semantic::on_lambda(&aws.settings)),
+    );
     let indexer = &indexer;
     lambda_runtime::run(service_fn(|e: LambdaEvent<SqsEvent>| async move {
         let answer = indexer.on_batch(&e.payload).await;

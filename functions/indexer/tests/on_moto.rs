@@ -322,11 +322,11 @@ async fn a_store_over_an_index_another_writer_replaced_is_refused() {
     let b = second.open(&scope()).await.unwrap();
     a.lock()
         .await
-        .put("a.md", &entry(1), Some("from the first"))
+        .put("a.md", &entry(1), Some("from the first"), &[])
         .unwrap();
     b.lock()
         .await
-        .put("b.md", &entry(1), Some("from the second"))
+        .put("b.md", &entry(1), Some("from the second"), &[])
         .unwrap();
     assert!(
         first.save(&scope(), &a).await.unwrap(),
@@ -341,11 +341,14 @@ async fn a_store_over_an_index_another_writer_replaced_is_refused() {
     let b = second.open(&scope()).await.unwrap();
     b.lock()
         .await
-        .put("b.md", &entry(1), Some("from the second"))
+        .put("b.md", &entry(1), Some("from the second"), &[])
         .unwrap();
     assert!(second.save(&scope(), &b).await.unwrap());
     // The first, still holding its own (now replaced) version, is refused in turn.
-    a.lock().await.put("c.md", &entry(1), Some("late")).unwrap();
+    a.lock()
+        .await
+        .put("c.md", &entry(1), Some("late"), &[])
+        .unwrap();
     assert!(!first.save(&scope(), &a).await.unwrap());
     assert_eq!(
         stored(&env).await,

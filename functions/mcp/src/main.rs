@@ -5,7 +5,10 @@
 async fn main() -> Result<(), lambda_http::Error> {
     let aws = workspace_lambda::start().await?;
     let s = &aws.settings;
-    let files = aws.files()?.with_search(aws.search()?);
+    let files = aws
+        .files()?
+        .with_search(aws.search()?)
+        .with_semantic(workspace_wiring::semantic::on_lambda(&aws.settings));
     let app = workspace_lambda::app(s)
         .with_registry(aws.registry()?)
         .with_files(files)

@@ -7,7 +7,10 @@ use workspace_http::serve;
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     let aws = workspace_lambda::start().await?;
-    let files = aws.reading_files()?.with_search(aws.search()?);
+    let files = aws
+        .reading_files()?
+        .with_search(aws.search()?)
+        .with_semantic(workspace_wiring::semantic::on_lambda(&aws.settings));
     let app = workspace_lambda::app(&aws.settings)
         .with_files(files)
         .serve(serve::SEARCH);

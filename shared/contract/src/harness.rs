@@ -41,6 +41,27 @@ pub const KEY_SCOPED: &str = "key-acme-main-scoped-0001";
 pub const SCOPED_ALLOW: &[&str] = &["memory/**", "notes/*.md", "memories/agent-1/**"];
 pub const SCOPED_READ: &[&str] = &["docs/**"];
 
+/// The embedding model of the semantic cases, loaded once per test process from
+/// `WORKSPACE_MODEL_DIR`. Missing, it fails the test (never a silent pass): `bash
+/// tests/run.sh` installs it, or `workspace-local models install`.
+pub fn model() -> Arc<dyn workspace_core::search::Embedder> {
+    static MODEL: std::sync::OnceLock<Arc<dyn workspace_core::search::Embedder>> =
+        std::sync::OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let dir = std::env::var_os("WORKSPACE_MODEL_DIR").expect(
+                "WORKSPACE_MODEL_DIR names the embedding model's folder: tests/run.sh installs it \
+                 (cargo run -p workspace-local -- models install --dir DIR, then \
+                 WORKSPACE_MODEL_DIR=DIR/all-minilm-l6-v2)",
+            );
+            Arc::new(
+                workspace_embed::MiniLm::load(std::path::Path::new(&dir))
+                    .unwrap_or_else(|e| panic!("the model in {dir:?} does not load: {e}")),
+            )
+        })
+        .clone()
+}
+
 /// [`KEY_SCOPED`]'s paths.
 pub fn scoped_paths() -> workspace_core::PathScope {
     let own = |g: &[&str]| g.iter().map(|s| (*s).to_owned()).collect();
@@ -333,7 +354,7 @@ impl Harness {
         caps: Capabilities,
         eraser: Option<Arc<dyn workspace_core::ports::ScopeEraser>>,
     ) -> Self {
-        let h = Self::build(backend, LIMITS, None, eraser).await;
+        let h = Self::build(backend, LIMITS, None, eraser, None).await;
         let clock: Arc<dyn Clock> = h.clock.clone();
         let local = LocalPresign {
             signer: UrlSigner::new(b"contract-suite-signing-secret-32".to_vec()),
@@ -350,7 +371,7 @@ impl Harness {
     }
 
     pub async fn with_limits(backend: Backend, limits: Limits) -> Self {
-        Self::build(backend, limits, None, None).await
+        Self::build(backend, limits, None, None, None).await
     }
 
     /// The harness with one more key, [`KEY_PROPERTY`] (acme/main, read-write), limited to
@@ -364,7 +385,17 @@ impl Harness {
             max_files,
             ..LIMITS
         };
-        Self::build(backend, limits, Some(paths), None).await
+        Self::build(backend, limits, Some(paths), None, None).await
+    }
+
+    /// The harness with search by meaning on: the embedding model from
+    /// `WORKSPACE_MODEL_DIR` (tests/run.sh installs it there), loaded once per process.
+    pub async fn with_semantic(backend: Backend) -> Self {
+        let limits = Limits {
+            max_files: 100,
+            ..LIMITS
+        };
+        Self::build(backend, limits, None, None, Some(model())).await
     }
 
     async fn build(
@@ -372,6 +403,7 @@ impl Harness {
         limits: Limits,
         property_scope: Option<workspace_core::PathScope>,
         eraser: Option<Arc<dyn workspace_core::ports::ScopeEraser>>,
+        semantic: Option<Arc<dyn workspace_core::search::Embedder>>,
     ) -> Self {
         let mut keys = ApiKeys::default();
         if let Some(paths) = property_scope {
@@ -437,6 +469,10 @@ impl Harness {
             max_regex_millis: workspace_core::search::MAX_REGEX_MILLIS,
             max_catch_up_paths: workspace_core::search::MAX_CATCH_UP_PATHS,
         });
+        let service = match semantic {
+            Some(model) => service.with_semantic(workspace_core::service::Semantic::On(model)),
+            None => service,
+        };
         Self {
             app: Arc::new(every_route(App::new(Arc::new(keys)).with_files(service))),
             meta: backend.meta,

@@ -32,6 +32,7 @@ pub mod redaction;
 pub mod runs;
 pub mod scoped;
 pub mod search;
+pub mod semantic;
 pub mod sessions;
 pub mod snapshot_model;
 pub mod snapshots;
@@ -184,6 +185,33 @@ macro_rules! contract_tests {
                 $crate::$module::$case(harness).await;
             }
         )*
+    };
+}
+
+/// Expands to one test per case of search by meaning for the backend `make` builds, each on
+/// a harness with the embedding model loaded ([`Harness::with_semantic`]).
+#[macro_export]
+macro_rules! semantic_tests {
+    ($make:expr) => {
+        $crate::semantic_tests!(@cases $make;
+            a_write_is_found_by_meaning_by_the_very_next_search,
+            a_markdown_section_is_the_passage_that_matches,
+            a_snapshot_is_searched_by_meaning_as_it_was,
+            no_passage_of_another_workspace_or_a_hidden_path_ever_ranks,
+            a_redacted_secret_is_never_embedded,
+        );
+    };
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        mod semantic {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    let harness = $crate::Harness::with_semantic($make().await).await;
+                    $crate::semantic::$case(harness).await;
+                }
+            )*
+        }
     };
 }
 

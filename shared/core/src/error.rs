@@ -31,6 +31,10 @@ pub enum WorkspaceError {
     /// The route exists in the contract but this deployment does not provide it.
     #[error("{0}")]
     NotProvided(String),
+    /// A part this deployment can have is not there now (the embedding model of search by
+    /// meaning): the message says how to put it in place.
+    #[error("{0}")]
+    Unavailable(String),
     /// A blob or cache refusal with its own envelope code (openwop RFC 0019).
     #[error("{message}")]
     Capability {

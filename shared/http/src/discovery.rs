@@ -44,7 +44,7 @@ pub fn document_for(limits: &Limits, advertised: &Advertised) -> Value {
             "maxTtlSeconds": c.max_ttl_seconds,
         },
         "events": events(&advertised.events),
-        "search": search(),
+        "search": search(&advertised.semantic),
         "mcp": mcp(advertised.public_url.as_deref()),
     });
     let mut doc = json!({
@@ -106,12 +106,23 @@ pub const MCP_TOOLS: &[&str] = &[
 
 /// Search (`GET /v1/host/workspace/search`, the MCP `search` tool): its modes, freshness
 /// and bounds.
-fn search() -> Value {
+fn search(semantic: &Result<String, String>) -> Value {
     use workspace_core::search as s;
+    let (modes, semantic) = match semantic {
+        Ok(model) => (
+            s::Mode::NAMES.to_vec(),
+            json!({ "supported": true, "model": model, "minScore": s::MIN_SEMANTIC_SCORE }),
+        ),
+        Err(why) => (
+            s::Mode::NAMES[..3].to_vec(),
+            json!({ "supported": false, "reason": why }),
+        ),
+    };
     json!({
         "supported": true,
         "path": "/v1/host/workspace/search",
-        "modes": ["keyword", "exact", "regex"],
+        "modes": modes,
+        "semantic": semantic,
         "consistency": ["fresh", "eventual"],
         "fresh": "a search reflects every write, delete and restore acknowledged before it began",
         "maxHits": s::MAX_SEARCH_LIMIT,

@@ -48,6 +48,7 @@ pub fn status_and_code(err: &WorkspaceError) -> (StatusCode, &'static str) {
         WorkspaceError::Conflict { .. } => (StatusCode::CONFLICT, "workspace_conflict"),
         WorkspaceError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "workspace_too_large"),
         WorkspaceError::NotProvided(_) => (StatusCode::NOT_IMPLEMENTED, "capability_not_provided"),
+        WorkspaceError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
         WorkspaceError::Capability { code, .. } => (capability_status(*code), code.as_str()),
         WorkspaceError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal_error"),
     }

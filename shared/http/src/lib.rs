@@ -57,7 +57,7 @@ pub struct RouteLabel(pub &'static str);
 
 /// What discovery advertises of the RFC 0019 families, whether or not this process
 /// serves them itself (on Lambda, `get` answers discovery and `blob` serves blobs).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Advertised {
     /// Blob storage: its limits and whether URLs can be presigned.
     pub blobs: Option<(BlobLimits, bool)>,
@@ -66,6 +66,20 @@ pub struct Advertised {
     /// Scheme, host and port clients reach this deployment at, where known (the local
     /// server's), for absolute URLs in discovery.
     pub public_url: Option<String>,
+    /// Search by meaning: the model's id, or why it is off.
+    pub semantic: Result<String, String>,
+}
+
+impl Default for Advertised {
+    fn default() -> Self {
+        Advertised {
+            blobs: None,
+            cache: None,
+            events: AdvertisedEvents::default(),
+            public_url: None,
+            semantic: Err("this deployment loads no embedding model".to_owned()),
+        }
+    }
 }
 
 /// How this deployment delivers `workspace.updated`.

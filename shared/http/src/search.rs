@@ -1,4 +1,4 @@
-//! `GET /v1/host/workspace/search`: ranked keyword, exact and regex search
+//! `GET /v1/host/workspace/search`: ranked keyword, exact, regex, semantic and hybrid search
 //! (`workspace_core::search`), a page of hits at a time.
 
 use crate::envelope::{json_response, HttpResponse};
@@ -27,7 +27,8 @@ pub fn request(query: &Query) -> Result<SearchRequest> {
         None => Mode::Keyword,
         Some(m) => Mode::parse(m).ok_or_else(|| {
             WorkspaceError::validation(format!(
-                "mode must be keyword, exact or regex, got '{}'",
+                "mode must be one of {}, got '{}'",
+                Mode::NAMES.join(", "),
                 m.escape_debug()
             ))
         })?,

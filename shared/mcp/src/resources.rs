@@ -149,7 +149,8 @@ pub fn failure(e: WorkspaceError, uri: &str) -> Failure {
         ),
         WorkspaceError::Capability { message, .. }
         | WorkspaceError::Unauthenticated(message)
-        | WorkspaceError::NotProvided(message) => (INVALID_PARAMS, message),
+        | WorkspaceError::NotProvided(message)
+        | WorkspaceError::Unavailable(message) => (INVALID_PARAMS, message),
         WorkspaceError::Conflict { .. } => (INVALID_PARAMS, "Invalid params: conflict".to_owned()),
         WorkspaceError::Internal(detail) => {
             tracing::error!(error = %detail, "resource request failed");

@@ -1,9 +1,13 @@
-//! One workspace's index: a table of files (path, version, etag, why skipped, text) and
-//! two FTS5 indexes over its text, kept in step by hand (external content tables).
+//! One workspace's index: a table of files (path, version, etag, why skipped, text), two
+//! FTS5 indexes over its text, kept in step by hand (external content tables), and the
+//! embeddings of its passages (search by meaning), quantized to 8 bits.
 
 use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::BTreeMap;
 use std::path::Path;
-use workspace_core::search::{IndexedFile, KeywordText, Ranked, Skipped, TextIndex};
+use workspace_core::search::{
+    IndexedFile, KeywordText, NearPassage, PassageVector, Ranked, Skipped, TextIndex,
+};
 use workspace_core::{Result, WorkspaceError};
 
 /// Marks `highlight()` puts around matched words: private-use characters, which a file's
@@ -13,7 +17,7 @@ const CLOSE: char = '\u{E001}';
 
 /// Bumped whenever the tables below change: an index of another version is dropped and
 /// rebuilt from the store (an index is derived data, never the only copy of anything).
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const PRAGMAS: &str = "
 PRAGMA journal_mode = WAL;
@@ -29,6 +33,7 @@ DROP TABLE IF EXISTS words;
 DROP TABLE IF EXISTS grams;
 DROP TABLE IF EXISTS files;
 DROP TABLE IF EXISTS texts;
+DROP TABLE IF EXISTS passages;
 DROP TABLE IF EXISTS meta;
 ";
 
@@ -60,6 +65,16 @@ INSERT INTO words (words, rank) VALUES ('automerge', 2);
 CREATE VIRTUAL TABLE grams USING fts5(
     body, content = '', contentless_delete = 1, detail = none, tokenize = 'trigram'
 );
+-- Each passage's embedding, 8 bits a component (`quantize`), under its file's id.
+CREATE TABLE passages (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    scale REAL NOT NULL,
+    vec BLOB NOT NULL
+);
+CREATE INDEX passages_of_file ON passages (file_id);
 CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 ";
 
@@ -77,6 +92,46 @@ fn db_err(e: rusqlite::Error) -> WorkspaceError {
 
 pub struct SqliteIndex {
     db: Connection,
+    /// Every passage's vector in memory, by path, loaded on the first search by meaning and
+    /// kept in step with each change after it: a query then reads no database page. `None`
+    /// until loaded, and again after a transaction that never committed (it is reloaded).
+    vectors: Option<BTreeMap<String, FileVectors>>,
+    /// A transaction is open (`begin` without `commit`).
+    in_transaction: bool,
+}
+
+/// One file's passages in memory.
+struct FileVectors {
+    version: u64,
+    etag: String,
+    spans: Vec<(u32, u32)>,
+    scales: Vec<f32>,
+    /// The passages' codes, one after another.
+    codes: Vec<i8>,
+}
+
+/// A unit vector as 8-bit codes and one scale: component = code × scale, the scale chosen so
+/// the largest component is ±127. Embeddings are unit length with small, even components
+/// (all-MiniLM-L6-v2: largest about 0.2), so the error is under 0.4% of the largest, which
+/// moves a cosine by about 1e-3 and leaves rankings as they were (the evaluation in
+/// bench/semantic measures it), at a quarter of the bytes of f32.
+fn quantize(v: &[f32]) -> (f32, Vec<i8>) {
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 {
+        return (0.0, vec![0; v.len()]);
+    }
+    let scale = max / 127.0;
+    (scale, v.iter().map(|x| (x / scale).round() as i8).collect())
+}
+
+/// `query · (codes × scale)`.
+fn dot(query: &[f32], codes: &[i8], scale: f32) -> f32 {
+    query
+        .iter()
+        .zip(codes)
+        .map(|(q, &c)| q * f32::from(c))
+        .sum::<f32>()
+        * scale
 }
 
 /// An FTS5 phrase: the text in double quotes, quotes doubled.
@@ -177,7 +232,48 @@ impl SqliteIndex {
             ))
             .map_err(db_err)?;
         }
-        Ok(SqliteIndex { db })
+        Ok(SqliteIndex {
+            db,
+            vectors: None,
+            in_transaction: false,
+        })
+    }
+
+    /// Loads every passage's vector into memory (once).
+    fn load_vectors(&mut self) -> Result<&BTreeMap<String, FileVectors>> {
+        if self.vectors.is_none() {
+            let mut map: BTreeMap<String, FileVectors> = BTreeMap::new();
+            let mut stmt = self
+                .db
+                .prepare_cached(
+                    "SELECT f.path, f.version, f.etag, p.start_line, p.end_line, p.scale, p.vec
+                     FROM passages p JOIN files f ON f.id = p.file_id ORDER BY p.id",
+                )
+                .map_err(db_err)?;
+            let mut rows = stmt.query([]).map_err(db_err)?;
+            while let Some(r) = rows.next().map_err(db_err)? {
+                let path: String = r.get(0).map_err(db_err)?;
+                let entry = map.entry(path).or_insert_with(|| FileVectors {
+                    version: r.get::<_, i64>(1).unwrap_or_default() as u64,
+                    etag: r.get(2).unwrap_or_default(),
+                    spans: Vec::new(),
+                    scales: Vec::new(),
+                    codes: Vec::new(),
+                });
+                entry
+                    .spans
+                    .push((r.get(3).map_err(db_err)?, r.get(4).map_err(db_err)?));
+                entry
+                    .scales
+                    .push(r.get::<_, f64>(5).map_err(db_err)? as f32);
+                let blob: Vec<u8> = r.get(6).map_err(db_err)?;
+                entry.codes.extend(blob.into_iter().map(|b| b as i8));
+            }
+            drop(rows);
+            drop(stmt);
+            self.vectors = Some(map);
+        }
+        Ok(self.vectors.as_ref().expect("loaded above"))
     }
 
     fn id_and_body(&self, path: &str) -> Result<Option<(i64, Option<String>)>> {
@@ -328,9 +424,16 @@ impl TextIndex for SqliteIndex {
             .map_err(db_err)
     }
 
-    fn put(&mut self, path: &str, file: &IndexedFile, text: Option<&str>) -> Result<()> {
+    fn put(
+        &mut self,
+        path: &str,
+        file: &IndexedFile,
+        text: Option<&str>,
+        passages: &[PassageVector],
+    ) -> Result<()> {
         self.remove(path)?;
         let text = text.filter(|_| file.skipped.is_none());
+        let passages = if text.is_some() { passages } else { &[] };
         self.db
             .prepare_cached(
                 "INSERT INTO files (path, version, etag, skipped) VALUES (?1, ?2, ?3, ?4)",
@@ -351,20 +454,59 @@ impl TextIndex for SqliteIndex {
                     .execute(params![id, body])
                     .map_err(db_err)?;
             }
+            let mut cached = FileVectors {
+                version: file.version,
+                etag: file.etag.clone(),
+                spans: Vec::with_capacity(passages.len()),
+                scales: Vec::with_capacity(passages.len()),
+                codes: Vec::new(),
+            };
+            for p in passages {
+                let (scale, codes) = quantize(&p.vector);
+                let blob: Vec<u8> = codes.iter().map(|&c| c as u8).collect();
+                self.db
+                    .prepare_cached(
+                        "INSERT INTO passages (file_id, start_line, end_line, scale, vec)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                    )
+                    .map_err(db_err)?
+                    .execute(params![
+                        id,
+                        p.start_line,
+                        p.end_line,
+                        f64::from(scale),
+                        blob
+                    ])
+                    .map_err(db_err)?;
+                cached.spans.push((p.start_line, p.end_line));
+                cached.scales.push(scale);
+                cached.codes.extend(codes);
+            }
+            if let (Some(map), false) = (&mut self.vectors, passages.is_empty()) {
+                map.insert(path.to_owned(), cached);
+            }
         }
         Ok(())
     }
 
     fn remove(&mut self, path: &str) -> Result<()> {
+        if let Some(map) = &mut self.vectors {
+            map.remove(path);
+        }
         if let Some((id, body)) = self.id_and_body(path)? {
             if let Some(body) = body {
                 self.unindex(id, &body)?;
             }
-            self.db
-                .prepare_cached("DELETE FROM files WHERE id = ?1")
-                .map_err(db_err)?
-                .execute([id])
-                .map_err(db_err)?;
+            for sql in [
+                "DELETE FROM passages WHERE file_id = ?1",
+                "DELETE FROM files WHERE id = ?1",
+            ] {
+                self.db
+                    .prepare_cached(sql)
+                    .map_err(db_err)?
+                    .execute([id])
+                    .map_err(db_err)?;
+            }
         }
         Ok(())
     }
@@ -372,19 +514,121 @@ impl TextIndex for SqliteIndex {
     fn clear(&mut self) -> Result<()> {
         self.db
             .execute_batch(
-                "DELETE FROM files; DELETE FROM texts; DELETE FROM meta;
+                "DELETE FROM files; DELETE FROM texts; DELETE FROM passages; DELETE FROM meta;
                  INSERT INTO words(words) VALUES ('delete-all');
                  INSERT INTO grams(grams) VALUES ('delete-all');",
             )
-            .map_err(db_err)
+            .map_err(db_err)?;
+        if let Some(map) = &mut self.vectors {
+            map.clear();
+        }
+        Ok(())
     }
 
     fn begin(&mut self) -> Result<()> {
-        self.db.execute_batch("BEGIN").map_err(db_err)
+        if self.in_transaction {
+            // The last transaction never committed: what it changed in memory may not be
+            // in the database.
+            self.vectors = None;
+        }
+        self.db.execute_batch("BEGIN").map_err(db_err)?;
+        self.in_transaction = true;
+        Ok(())
     }
 
     fn commit(&mut self) -> Result<()> {
-        self.db.execute_batch("COMMIT").map_err(db_err)
+        self.db.execute_batch("COMMIT").map_err(db_err)?;
+        self.in_transaction = false;
+        Ok(())
+    }
+
+    fn model(&self) -> Result<Option<String>> {
+        self.db
+            .query_row("SELECT v FROM meta WHERE k = 'model'", [], |r| r.get(0))
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn set_model(&mut self, model: Option<&str>) -> Result<()> {
+        match model {
+            Some(m) => self.db.execute(
+                "INSERT INTO meta (k, v) VALUES ('model', ?1) ON CONFLICT(k) DO UPDATE SET v = ?1",
+                [m],
+            ),
+            None => self.db.execute("DELETE FROM meta WHERE k = 'model'", []),
+        }
+        .map(drop)
+        .map_err(db_err)
+    }
+
+    fn passages(&mut self, path: &str) -> Result<Option<(String, Vec<PassageVector>)>> {
+        let map = self.load_vectors()?;
+        Ok(map.get(path).map(|f| {
+            let dims = f.codes.len() / f.spans.len().max(1);
+            let vectors = f
+                .codes
+                .chunks_exact(dims.max(1))
+                .zip(&f.scales)
+                .zip(&f.spans)
+                .map(|((codes, &scale), &(start_line, end_line))| PassageVector {
+                    start_line,
+                    end_line,
+                    vector: codes.iter().map(|&c| f32::from(c) * scale).collect(),
+                })
+                .collect();
+            (f.etag.clone(), vectors)
+        }))
+    }
+
+    fn nearest(
+        &mut self,
+        query: &[f32],
+        prefix: &str,
+        min_score: f64,
+        max: usize,
+        admit: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<NearPassage>> {
+        let dims = query.len();
+        let map = self.load_vectors()?;
+        let end = prefix_end(prefix);
+        let range = map.range::<str, _>((
+            std::ops::Bound::Included(prefix),
+            end.as_deref()
+                .map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded),
+        ));
+        let mut found: Vec<NearPassage> = Vec::new();
+        for (path, f) in range {
+            if dims == 0 || !admit(path) {
+                continue;
+            }
+            let best = f
+                .codes
+                .chunks_exact(dims)
+                .zip(&f.scales)
+                .zip(&f.spans)
+                .map(|((codes, &scale), span)| (dot(query, codes, scale), span))
+                .max_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some((score, &(start_line, end_line))) = best {
+                let score = f64::from(score);
+                if score >= min_score {
+                    found.push(NearPassage {
+                        path: path.clone(),
+                        version: f.version,
+                        etag: f.etag.clone(),
+                        start_line,
+                        end_line,
+                        score,
+                    });
+                }
+            }
+        }
+        found.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.path.cmp(&b.path))
+        });
+        found.truncate(max);
+        Ok(found)
     }
 
     fn files(&self, prefix: &str) -> Result<Vec<(String, IndexedFile)>> {
@@ -563,10 +807,149 @@ mod tests {
         let mut index = SqliteIndex::in_memory().unwrap();
         index.begin().unwrap();
         for (i, (path, text)) in files.iter().enumerate() {
-            index.put(path, &file(i as u64 + 1), Some(text)).unwrap();
+            index
+                .put(path, &file(i as u64 + 1), Some(text), &[])
+                .unwrap();
         }
         index.commit().unwrap();
         index
+    }
+
+    /// A unit vector along `axis` tilted towards `other` by `t`.
+    fn unit(axis: usize, other: usize, t: f32) -> Vec<f32> {
+        let mut v = vec![0f32; 8];
+        v[axis] = 1.0;
+        v[other] += t;
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect()
+    }
+
+    fn passage(line: u32, vector: Vec<f32>) -> PassageVector {
+        PassageVector {
+            start_line: line,
+            end_line: line + 1,
+            vector,
+        }
+    }
+
+    #[test]
+    fn nearest_ranks_each_file_by_its_best_passage_and_follows_every_change() {
+        let mut index = SqliteIndex::in_memory().unwrap();
+        index.begin().unwrap();
+        let a = [passage(1, unit(1, 0, 0.0)), passage(5, unit(0, 1, 0.1))];
+        index.put("d/a.md", &file(1), Some("a"), &a).unwrap();
+        index
+            .put(
+                "d/b.md",
+                &file(1),
+                Some("b"),
+                &[passage(1, unit(0, 1, 0.5))],
+            )
+            .unwrap();
+        index
+            .put(
+                "e/c.md",
+                &file(1),
+                Some("c"),
+                &[passage(1, unit(2, 1, 0.0))],
+            )
+            .unwrap();
+        index.commit().unwrap();
+        let query = unit(0, 1, 0.0);
+        let all = |_: &str| true;
+        let near = index.nearest(&query, "", 0.2, 10, &all).unwrap();
+        let got: Vec<_> = near
+            .iter()
+            .map(|n| (n.path.as_str(), n.start_line))
+            .collect();
+        assert_eq!(got, [("d/a.md", 5), ("d/b.md", 1)], "c is under the bar");
+        assert!((near[0].score - 0.995).abs() < 0.01, "{}", near[0].score);
+        // Prefix, filter and max.
+        assert!(index
+            .nearest(&query, "e/", 0.2, 10, &all)
+            .unwrap()
+            .is_empty());
+        let only_b = index
+            .nearest(&query, "d/", 0.2, 10, &|p: &str| p.ends_with("b.md"))
+            .unwrap();
+        assert_eq!(only_b.len(), 1);
+        assert_eq!(index.nearest(&query, "", 0.2, 1, &all).unwrap().len(), 1);
+        // The stored (quantized) vectors give back what was put, closely.
+        let (etag, stored) = index.passages("d/a.md").unwrap().unwrap();
+        assert_eq!(etag, "e1");
+        for (s, p) in stored.iter().zip(&a) {
+            let err = s
+                .vector
+                .iter()
+                .zip(&p.vector)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max);
+            assert!(err < 0.01, "{err}");
+        }
+        // An overwrite and a remove change what ranks at once (the loaded vectors too).
+        index
+            .put(
+                "d/a.md",
+                &file(2),
+                Some("a2"),
+                &[passage(1, unit(3, 1, 0.0))],
+            )
+            .unwrap();
+        index.remove("d/b.md").unwrap();
+        assert!(index.nearest(&query, "", 0.2, 10, &all).unwrap().is_empty());
+        // The same answers from a copy loaded from bytes (an index object on AWS).
+        index
+            .put(
+                "d/b.md",
+                &file(3),
+                Some("b"),
+                &[passage(7, unit(0, 1, 0.5))],
+            )
+            .unwrap();
+        let mut copy = SqliteIndex::from_bytes(&index.to_bytes().unwrap()).unwrap();
+        let from_copy = copy.nearest(&query, "", 0.2, 10, &all).unwrap();
+        assert_eq!(from_copy, index.nearest(&query, "", 0.2, 10, &all).unwrap());
+        assert_eq!(from_copy[0].start_line, 7);
+        // A cleared index holds no passages.
+        index.clear().unwrap();
+        assert!(index
+            .nearest(&query, "", -1.0, 10, &all)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn a_transaction_that_never_committed_reloads_the_vectors_from_the_database() {
+        let mut index = SqliteIndex::in_memory().unwrap();
+        let query = unit(0, 1, 0.0);
+        let all = |_: &str| true;
+        index
+            .put("a.md", &file(1), Some("a"), &[passage(1, unit(0, 1, 0.0))])
+            .unwrap();
+        assert_eq!(index.nearest(&query, "", 0.2, 10, &all).unwrap().len(), 1);
+        index.begin().unwrap();
+        index.remove("a.md").unwrap();
+        // Rolled back behind the index's back (as a failed catch-up leaves it).
+        index.db.execute_batch("ROLLBACK").unwrap();
+        index.begin().unwrap();
+        index.commit().unwrap();
+        assert_eq!(
+            index.nearest(&query, "", 0.2, 10, &all).unwrap().len(),
+            1,
+            "a.md is still in the database"
+        );
+    }
+
+    #[test]
+    fn quantizing_keeps_a_cosine_within_a_thousandth() {
+        let v: Vec<f32> = (0..384)
+            .map(|i| ((i * 7919) % 200) as f32 / 1000.0 - 0.1)
+            .collect();
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let v: Vec<f32> = v.iter().map(|x| x / n).collect();
+        let (scale, codes) = quantize(&v);
+        assert!((dot(&v, &codes, scale) - 1.0).abs() < 1e-3);
+        assert_eq!(quantize(&[0.0, 0.0]).0, 0.0);
     }
 
     #[test]
@@ -592,7 +975,7 @@ mod tests {
             "no cursor: the next search rebuilds"
         );
         assert!(index.files("").unwrap().is_empty());
-        index.put("b.md", &file(1), Some("new text")).unwrap();
+        index.put("b.md", &file(1), Some("new text"), &[]).unwrap();
         drop(index);
         let index = SqliteIndex::open(&path).unwrap();
         assert_eq!(
@@ -689,7 +1072,9 @@ mod tests {
             index.substring_candidates("pears", "").unwrap(),
             Some(vec![])
         );
-        index.put("c.md", &file(1), Some("apples again")).unwrap();
+        index
+            .put("c.md", &file(1), Some("apples again"), &[])
+            .unwrap();
         let found = index.keyword(&apples, "", Some(5)).unwrap();
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].path, "c.md");

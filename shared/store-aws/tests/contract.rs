@@ -23,6 +23,7 @@ async fn backend() -> Backend {
 }
 
 contract_tests!(backend);
+workspace_contract::semantic_tests!(backend);
 
 /// The RFC 0019 cases (blobs with S3 presigning, the DynamoDB cache) on the emulator.
 async fn with_capabilities() -> (Backend, workspace_contract::Capabilities) {

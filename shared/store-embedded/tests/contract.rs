@@ -19,6 +19,7 @@ async fn backend() -> Backend {
 }
 
 contract_tests!(backend);
+workspace_contract::semantic_tests!(backend);
 
 /// WSR-1 at the byte level: the database file itself never holds a written secret.
 #[tokio::test]

@@ -14,6 +14,7 @@ async fn backend() -> Backend {
 }
 
 contract_tests!(backend);
+workspace_contract::semantic_tests!(backend);
 
 /// The RFC 0019 cases (blobs, presigning, cache) on the in-memory ports.
 async fn with_capabilities() -> (Backend, workspace_contract::Capabilities) {

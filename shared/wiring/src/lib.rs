@@ -10,6 +10,7 @@
 
 pub mod aws;
 pub mod env;
+pub mod semantic;
 pub mod services;
 mod settings;
 #[cfg(feature = "local")]

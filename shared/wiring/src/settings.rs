@@ -166,6 +166,13 @@ pub struct Settings {
     /// `WORKSPACE_MCP_ALLOWED_ORIGINS`: browser origins MCP's routes accept, comma-separated
     /// (default none; the local server adds its own, where its console runs).
     pub mcp_allowed_origins: workspace_http::origin::AllowedOrigins,
+    /// `WORKSPACE_MODEL_DIR`: the embedding model's folder (search by meaning). Unset: the
+    /// local server looks in `<data dir>/models/all-minilm-l6-v2`, where
+    /// `workspace-local models install` puts it; a Lambda function carries none.
+    pub model_dir: Option<std::path::PathBuf>,
+    /// `WORKSPACE_SEMANTIC_MODEL` (AWS): the model id the search functions carry, for the
+    /// discovery answer of the function that carries none.
+    pub semantic_model: Option<String>,
     pub aws: AwsNames,
     pub claims: ClaimNames,
     pub local: LocalSettings,
@@ -230,6 +237,8 @@ impl Settings {
                 &get("WORKSPACE_MCP_ALLOWED_ORIGINS").unwrap_or_default(),
             )
             .map_err(|e| format!("WORKSPACE_MCP_ALLOWED_ORIGINS: {e}"))?,
+            model_dir: get("WORKSPACE_MODEL_DIR").map(Into::into),
+            semantic_model: get("WORKSPACE_SEMANTIC_MODEL"),
             aws: AwsNames {
                 table: get("WORKSPACE_TABLE"),
                 bucket: get("WORKSPACE_BUCKET"),
@@ -307,6 +316,9 @@ impl Settings {
             },
             // The API's own URL is API Gateway's, which a function does not know.
             public_url: None,
+            semantic: self.semantic_model.clone().ok_or_else(|| {
+                "this stack's search functions carry no embedding model (template.yaml's SemanticSearch parameter)".to_owned()
+            }),
         }
     }
 }

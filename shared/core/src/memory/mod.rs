@@ -140,6 +140,7 @@ pub async fn execute(
             WorkspaceError::Forbidden(_)
             | WorkspaceError::Unauthenticated(_)
             | WorkspaceError::NotProvided(_)
+            | WorkspaceError::Unavailable(_)
             | WorkspaceError::Internal(_) => Err(e),
             // A limit, a quota, a path the workspace refuses: the model can act on these.
             other => Ok(MemoryAnswer::error(other.to_string())),

@@ -11,8 +11,12 @@
 //!   the paths that changed (the embedded store's outbox; the change log on DynamoDB).
 //! - [`lines`]: the matching lines of a hit and the byte ranges that matched.
 
+mod embed;
 mod feed;
 pub mod lines;
+pub mod passages;
+
+pub use embed::Embedder;
 
 pub use feed::{ChangeFeed, ChangeLogFeed, FeedPage, OutboxFeed, CHANGE_LOG_OVERLAP_MS};
 
@@ -59,6 +63,11 @@ pub enum Mode {
     Exact,
     /// A regular expression (the `regex` crate's syntax), bounded in bytes and time.
     Regex,
+    /// By meaning: passages ranked by the cosine similarity of their embedding to the
+    /// query's (needs the embedding model).
+    Semantic,
+    /// Keyword and semantic ranks fused (reciprocal rank fusion; needs the model).
+    Hybrid,
 }
 
 impl Mode {
@@ -67,10 +76,34 @@ impl Mode {
             "keyword" => Some(Mode::Keyword),
             "exact" => Some(Mode::Exact),
             "regex" => Some(Mode::Regex),
+            "semantic" => Some(Mode::Semantic),
+            "hybrid" => Some(Mode::Hybrid),
             _ => None,
         }
     }
+
+    /// Every mode's name, as `parse` reads them.
+    pub const NAMES: [&'static str; 5] = ["keyword", "exact", "regex", "semantic", "hybrid"];
+
+    /// Whether the mode needs the embedding model.
+    pub fn by_meaning(self) -> bool {
+        matches!(self, Mode::Semantic | Mode::Hybrid)
+    }
 }
+
+/// Lowest cosine similarity a passage needs to be a semantic hit: below it a passage is
+/// about something else (all-MiniLM-L6-v2 puts unrelated English texts at about -0.1 to
+/// 0.15), so a query about nothing in the workspace finds nothing rather than the least
+/// unrelated file.
+pub const MIN_SEMANTIC_SCORE: f64 = 0.2;
+/// Candidates each ranking hands reciprocal rank fusion at least.
+pub const FUSION_DEPTH: usize = 50;
+/// Reciprocal rank fusion's constant (Cormack, Clarke and Büttcher, 2009): a file's fused
+/// score is the sum over the rankings of 1 / (k + its rank).
+pub const FUSION_K: f64 = 60.0;
+/// Passages a snapshot's search embeds at most (files unchanged since the snapshot reuse
+/// the live index's vectors).
+pub const MAX_SNAPSHOT_EMBEDDED_PASSAGES: usize = 512;
 
 /// What the index holds for one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +131,27 @@ pub struct Ranked {
     pub score: f64,
 }
 
+/// One passage of a file and its embedding, as the index stores it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassageVector {
+    pub start_line: u32,
+    pub end_line: u32,
+    /// Unit length, [`Embedder::dims`] long.
+    pub vector: Vec<f32>,
+}
+
+/// A passage a query's embedding is near: the file at the version indexed, the passage's
+/// lines, and the cosine similarity (as the stored, quantized vector gives it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearPassage {
+    pub path: String,
+    pub version: u64,
+    pub etag: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub score: f64,
+}
+
 /// A keyword hit's text, and where in it the query's words matched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeywordText {
@@ -113,8 +167,32 @@ pub trait TextIndex: Send {
     fn set_cursor(&mut self, cursor: &str) -> Result<()>;
     /// What the index holds for `path`.
     fn file(&self, path: &str) -> Result<Option<IndexedFile>>;
-    /// Records `path` at `file`, with its text unless it is skipped.
-    fn put(&mut self, path: &str, file: &IndexedFile, text: Option<&str>) -> Result<()>;
+    /// Records `path` at `file`, with its text unless it is skipped, and the embeddings of
+    /// its passages (none when no model is loaded).
+    fn put(
+        &mut self,
+        path: &str,
+        file: &IndexedFile,
+        text: Option<&str>,
+        passages: &[PassageVector],
+    ) -> Result<()>;
+    /// The embedding model the stored passages were made by (`None`: none are stored).
+    fn model(&self) -> Result<Option<String>>;
+    fn set_model(&mut self, model: Option<&str>) -> Result<()>;
+    /// The stored passages of `path` (vectors as stored, after quantization) and the etag
+    /// they were made from.
+    fn passages(&mut self, path: &str) -> Result<Option<(String, Vec<PassageVector>)>>;
+    /// Each file's best passage under `prefix` by cosine similarity to `query` (unit
+    /// length), those at `min_score` or above that `admit` lets through, best first; at
+    /// most `max` files.
+    fn nearest(
+        &mut self,
+        query: &[f32],
+        prefix: &str,
+        min_score: f64,
+        max: usize,
+        admit: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<NearPassage>>;
     fn remove(&mut self, path: &str) -> Result<()>;
     /// Forgets every file and the cursor.
     fn clear(&mut self) -> Result<()>;

@@ -72,7 +72,10 @@ pub use history::{Diff, VersionPage};
 pub use local_urls::{SIGNED_BODY_PREFIX, SIGNED_UPLOAD_PREFIX};
 pub use restore::{RestoreReport, RestoreRequest, Since, MAX_RESTORE_GLOBS};
 pub use runs::{RunPage, MAX_RUNS_PAGE, MAX_WORKFLOW_ID_LEN, RUN_ID_PREFIX};
-pub use search::{IndexRefresher, IndexReport, SearchHit, SearchPage, SearchRequest, SearchWiring};
+pub use search::{
+    IndexRefresher, IndexReport, PassageSpan, Scores, SearchHit, SearchPage, SearchRequest,
+    SearchWiring, Semantic,
+};
 pub use snapshots::{
     SnapshotOptions, DEFAULT_SNAPSHOT_TTL_MS, MAX_SNAPSHOTS_PAGE, MAX_SNAPSHOT_RECORD_BYTES,
     SNAPSHOT_ANSWER_FILES, SNAPSHOT_ID_PREFIX,
@@ -146,6 +149,8 @@ pub struct WorkspaceService {
     memory_prefix: String,
     /// The text indexes `search` answers from (`crate::search`), where configured.
     search: Option<SearchWiring>,
+    /// The embedding model of search by meaning, or why there is none.
+    semantic: search::Semantic,
     /// Where commits hand their scope for the index to catch up after they answer (the
     /// local server, [`IndexRefresher`]); without it, before they answer.
     index_refresh_queue: Option<tokio::sync::mpsc::Sender<Scope>>,
@@ -306,6 +311,7 @@ impl WorkspaceService {
             points_cache: std::sync::Mutex::default(),
             memory_prefix: crate::memory::DEFAULT_MEMORY_PREFIX.to_owned(),
             search: None,
+            semantic: search::Semantic::default(),
             index_refresh_queue: None,
         }
     }

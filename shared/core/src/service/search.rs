@@ -10,13 +10,20 @@
 //! server, just after, through [`IndexRefresher`]), so a search usually finds little to
 //! apply. `consistency=eventual` skips the catch-up and reports how many changed paths
 //! the index has not applied yet.
+//!
+//! Search by meaning (`semantic`, `hybrid`) reads the same index: the catch-up that indexes
+//! a file's text also cuts it into passages (`crate::search::passages`) and stores their
+//! embeddings, so the freshness above holds for it unchanged. Without the embedding model
+//! those modes answer 503 and say how to install it; the others work as before.
 
 use super::*;
 use crate::search::lines::{matching_lines, LineMatch};
+use crate::search::passages::passages;
 use crate::search::{
-    skip_reason, ChangeFeed, IndexedFile, Mode, SearchIndexes, Skipped, TextIndex,
-    DEFAULT_SEARCH_LIMIT, MAX_QUERY_BYTES, MAX_QUERY_WORDS, MAX_REGEX_PROGRAM_BYTES,
-    MAX_SEARCH_LIMIT, MAX_SKIPPED_LISTED,
+    skip_reason, ChangeFeed, Embedder, IndexedFile, Mode, NearPassage, PassageVector,
+    SearchIndexes, Skipped, TextIndex, DEFAULT_SEARCH_LIMIT, FUSION_DEPTH, FUSION_K,
+    MAX_LINES_PER_HIT, MAX_LINE_CHARS, MAX_QUERY_BYTES, MAX_QUERY_WORDS, MAX_REGEX_PROGRAM_BYTES,
+    MAX_SEARCH_LIMIT, MAX_SKIPPED_LISTED, MAX_SNAPSHOT_EMBEDDED_PASSAGES, MIN_SEMANTIC_SCORE,
 };
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -37,6 +44,69 @@ pub struct SearchWiring {
     /// Changed paths one catch-up takes from the feed before it rebuilds the index from the
     /// store instead (normally [`crate::search::MAX_CATCH_UP_PATHS`]).
     pub max_catch_up_paths: usize,
+}
+
+/// Search by meaning on this deployment: the embedding model, or why there is none.
+#[derive(Clone)]
+pub enum Semantic {
+    On(Arc<dyn Embedder>),
+    /// Why it is off, and how to turn it on (said to every client that asks for it).
+    Off(String),
+}
+
+impl Default for Semantic {
+    fn default() -> Self {
+        Semantic::Off("this deployment loads no embedding model".into())
+    }
+}
+
+impl Semantic {
+    /// The loaded model's id.
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            Semantic::On(e) => Some(e.model_id()),
+            Semantic::Off(_) => None,
+        }
+    }
+}
+
+/// Files whose bodies one step of indexing reads before it embeds their passages together
+/// (the text of at most this many files is held at once).
+const INDEX_BATCH_FILES: usize = 32;
+
+/// Embeds `texts` on a blocking thread (a model run is CPU work of milliseconds to seconds,
+/// which must not stall the async runtime's other requests).
+async fn embed(embedder: &Arc<dyn Embedder>, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let embedder = Arc::clone(embedder);
+    let count = texts.len();
+    let vectors = tokio::task::spawn_blocking(move || {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        embedder.embed(&refs)
+    })
+    .await
+    .map_err(|e| WorkspaceError::internal(format!("the embedding task failed: {e}")))??;
+    if vectors.len() != count {
+        return Err(WorkspaceError::internal(format!(
+            "the model embedded {} of {count} texts",
+            vectors.len()
+        )));
+    }
+    Ok(vectors)
+}
+
+/// One file to bring into the index: gone, or its entry and text.
+enum Change {
+    Remove(String),
+    Put {
+        path: String,
+        entry: IndexedFile,
+        text: Option<String>,
+        /// Vectors already made (a snapshot's file unchanged since the live index read it).
+        reuse: Option<Vec<PassageVector>>,
+    },
 }
 
 /// Scopes queued for an index refresh at most (each is a few bytes; duplicates are merged
@@ -92,8 +162,41 @@ pub struct SearchHit {
     pub path: String,
     pub version: u64,
     pub etag: String,
+    /// What ranked it: BM25 (keyword), match count (exact, regex), cosine similarity
+    /// (semantic), the fused score (hybrid).
     pub score: f64,
     pub lines: Vec<LineMatch>,
+    /// The passage that matched by meaning (semantic, hybrid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passage: Option<PassageSpan>,
+    /// Each ranking's own score (semantic, hybrid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scores: Option<Scores>,
+}
+
+/// A passage's lines, from 1, inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PassageSpan {
+    pub start_line: u32,
+    pub end_line: u32,
+}
+
+/// The component scores of a hit by meaning: BM25 when the words matched, the cosine
+/// similarity when a passage did, and (hybrid) the fused score and each rank.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Scores {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keyword: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keyword_rank: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub semantic_rank: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fused: Option<f64>,
 }
 
 /// How complete the answer is.
@@ -112,6 +215,9 @@ pub struct IndexReport {
     /// search (`fresh`), or left out of it (`eventual`).
     pub pending: u64,
     pub consistency: &'static str,
+    /// The embedding model the answer's passages were made by (semantic, hybrid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -131,6 +237,8 @@ struct Plan {
     matcher: Option<regex::Regex>,
     /// Exact mode: the literal.
     needle: String,
+    /// Semantic and hybrid modes: the query's embedding.
+    query_vector: Vec<f32>,
     prefix: String,
     glob: Option<crate::globs::Globs>,
     limit: usize,
@@ -183,6 +291,7 @@ impl Plan {
             words: Vec::new(),
             matcher: None,
             needle: String::new(),
+            query_vector: Vec::new(),
             prefix: req.prefix.as_str().to_owned(),
             glob,
             limit,
@@ -201,6 +310,15 @@ impl Plan {
                 if plan.words.len() > MAX_QUERY_WORDS {
                     return Err(bad(format!("q has over {MAX_QUERY_WORDS} words")));
                 }
+            }
+            Mode::Semantic | Mode::Hybrid => {
+                if req.q.trim().is_empty() {
+                    return Err(bad(
+                        "q has nothing to search for: describe what you look for",
+                    ));
+                }
+                plan.words = words_of(&req.q);
+                plan.words.truncate(MAX_QUERY_WORDS);
             }
             Mode::Exact => {
                 plan.needle = req.q.clone();
@@ -239,6 +357,27 @@ impl WorkspaceService {
         self
     }
 
+    /// Search by meaning with this model, or off for this reason.
+    pub fn with_semantic(mut self, semantic: Semantic) -> Self {
+        self.semantic = semantic;
+        self
+    }
+
+    pub fn semantic(&self) -> &Semantic {
+        &self.semantic
+    }
+
+    /// The model, or the 503 a search by meaning answers without one.
+    fn embedder(&self, mode: Mode) -> Result<&Arc<dyn Embedder>> {
+        match &self.semantic {
+            Semantic::On(e) => Ok(e),
+            Semantic::Off(why) => Err(WorkspaceError::Unavailable(format!(
+                "mode={} searches by meaning and needs the embedding model, which this server does not have: {why}. mode=keyword works without it",
+                serde_json::to_value(mode).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+            ))),
+        }
+    }
+
     fn search_wiring(&self) -> Result<&SearchWiring> {
         self.search.as_ref().ok_or_else(|| {
             WorkspaceError::NotProvided("search is not configured on this deployment".into())
@@ -248,11 +387,18 @@ impl WorkspaceService {
     /// One page of hits for `req`, best first.
     pub async fn search(&self, who: &Identity, req: &SearchRequest) -> Result<SearchPage> {
         let wiring = self.search_wiring()?;
-        let plan = Plan::new(req, wiring)?;
+        let mut plan = Plan::new(req, wiring)?;
+        if req.mode.by_meaning() {
+            let embedder = self.embedder(req.mode)?;
+            plan.query_vector = embed(embedder, vec![req.q.clone()])
+                .await?
+                .pop()
+                .unwrap_or_default();
+        }
         if let Some(id) = &req.snapshot {
             let snapshot = self.get_snapshot(who, id).await?;
             let mut index = wiring.indexes.scratch()?;
-            index.begin()?;
+            let mut changes = Vec::new();
             // A snapshot's throwaway index holds at most the scan limit of text.
             let mut budget = wiring.max_scan_bytes;
             for file in snapshot.files.iter().filter(|f| !f.erased) {
@@ -275,17 +421,35 @@ impl WorkspaceService {
                 let text = bytes
                     .as_deref()
                     .filter(|_| skipped.is_none())
-                    .and_then(|b| std::str::from_utf8(b).ok());
+                    .and_then(|b| std::str::from_utf8(b).ok())
+                    .map(str::to_owned);
                 let entry = IndexedFile {
                     version: file.version,
                     etag: file.etag.clone(),
                     skipped,
                 };
-                index.put(&file.path, &entry, text)?;
+                changes.push(Change::Put {
+                    path: file.path.clone(),
+                    entry,
+                    text,
+                    reuse: None,
+                });
             }
+            if req.mode.by_meaning() {
+                self.reuse_live_vectors(&who.scope, &mut changes).await?;
+            }
+            index.begin()?;
+            self.apply_changes(
+                &mut *index,
+                changes,
+                req.mode
+                    .by_meaning()
+                    .then_some(MAX_SNAPSHOT_EMBEDDED_PASSAGES),
+            )
+            .await?;
             index.commit()?;
             // Exact already: a snapshot never changes.
-            return self.run(&plan, who, &*index, 0, "fresh");
+            return self.run(&plan, who, &mut *index, 0, "fresh");
         }
         let handle = wiring.indexes.open(&who.scope).await?;
         let mut index = handle.lock().await;
@@ -322,7 +486,7 @@ impl WorkspaceService {
         let mut round = 0;
         loop {
             round += 1;
-            let mut page = self.run(plan, who, &*index, pending, consistency)?;
+            let mut page = self.run(plan, who, index, pending, consistency)?;
             let mut stale = Vec::new();
             for hit in &page.hits {
                 let path = FilePath::parse(&hit.path)?;
@@ -338,10 +502,12 @@ impl WorkspaceService {
                     .retain(|h| !stale.iter().any(|(p, _)| *p == h.path));
                 return Ok(page);
             }
-            index.begin()?;
+            let mut changes = Vec::new();
             for (path, head) in &stale {
-                self.index_head(index, path, live(head)).await?;
+                changes.extend(self.change_of(&mut *index, path, live(head)).await?);
             }
+            index.begin()?;
+            self.apply_changes(index, changes, None).await?;
             index.commit()?;
         }
     }
@@ -458,6 +624,18 @@ impl WorkspaceService {
     ) -> Result<u64> {
         let generation = self.index_generation(scope).await?;
         let bound = self.search_wiring()?.max_catch_up_paths;
+        let stored_model = index.model()?;
+        match self.semantic.model() {
+            // Passages of another model (or none, written while the model was off) are
+            // not comparable with this one's queries: embed everything again.
+            Some(model) if stored_model.as_deref() != Some(model) => {
+                return self.rebuild_index(scope, index, feed, &generation).await;
+            }
+            // Without the model, files indexed from now on have no passages: the stored
+            // ones are no longer complete, and a model loaded later embeds everything.
+            None if stored_model.is_some() => index.set_model(None)?,
+            _ => {}
+        }
         let mut applied = 0u64;
         // Paths taken from the feed so far (each costs a head read).
         let mut taken = 0usize;
@@ -476,17 +654,20 @@ impl WorkspaceService {
                 return self.rebuild_index(scope, index, feed, &generation).await;
             }
             index.begin()?;
-            for path in &page.paths {
-                let Ok(p) = FilePath::parse(path) else {
-                    continue;
-                };
-                let head = self.meta.head(scope, &p).await?;
-                if self
-                    .index_head(index, path, head.as_ref().filter(|h| h.is_live()))
-                    .await?
-                {
-                    applied += 1;
+            let paths: Vec<&String> = page.paths.iter().collect();
+            for batch in paths.chunks(INDEX_BATCH_FILES) {
+                let mut changes = Vec::new();
+                for path in batch {
+                    let Ok(p) = FilePath::parse(path) else {
+                        continue;
+                    };
+                    let head = self.meta.head(scope, &p).await?;
+                    changes.extend(
+                        self.change_of(&mut *index, path, head.as_ref().filter(|h| h.is_live()))
+                            .await?,
+                    );
                 }
+                applied += self.apply_changes(index, changes, None).await?;
             }
             index.set_cursor(&format!("{generation}|{}", page.cursor))?;
             index.commit()?;
@@ -508,30 +689,36 @@ impl WorkspaceService {
         let position = feed.position(scope).await?;
         index.begin()?;
         index.clear()?;
+        index.set_model(self.semantic.model())?;
         let heads = self.all_live(scope).await?;
-        for h in &heads {
-            self.index_head(index, &h.path, Some(h)).await?;
+        for batch in heads.chunks(INDEX_BATCH_FILES) {
+            let mut changes = Vec::new();
+            for h in batch {
+                changes.extend(self.change_of(&mut *index, &h.path, Some(h)).await?);
+            }
+            self.apply_changes(index, changes, None).await?;
         }
         index.set_cursor(&format!("{generation}|{position}"))?;
         index.commit()?;
         Ok(heads.len() as u64)
     }
 
-    /// Makes the index hold `path` as `head` says (live, or gone when `None`); whether that
-    /// changed anything.
-    async fn index_head(
+    /// What the index must do so it holds `path` as `head` says (live, or gone when
+    /// `None`), reading the body; `None` when it holds it so already.
+    async fn change_of(
         &self,
         index: &mut dyn TextIndex,
         path: &str,
         head: Option<&Head>,
-    ) -> Result<bool> {
+    ) -> Result<Option<Change>> {
         let Some(h) = head else {
-            let had = index.file(path)?.is_some();
-            index.remove(path)?;
-            return Ok(had);
+            return Ok(index
+                .file(path)?
+                .is_some()
+                .then(|| Change::Remove(path.to_owned())));
         };
         if index.file(path)?.is_some_and(|f| f.etag == h.etag) {
-            return Ok(false);
+            return Ok(None);
         }
         let max = self.search_wiring()?.max_file_bytes;
         let bytes = match (&h.body, h.size > max) {
@@ -540,16 +727,112 @@ impl WorkspaceService {
         };
         let skipped = skip_reason(h.size, max, bytes.as_deref());
         let text = bytes
-            .as_deref()
             .filter(|_| skipped.is_none())
-            .and_then(|b| std::str::from_utf8(b).ok());
-        let entry = IndexedFile {
-            version: h.version,
-            etag: h.etag.clone(),
-            skipped,
+            .and_then(|b| String::from_utf8(b).ok());
+        Ok(Some(Change::Put {
+            path: path.to_owned(),
+            entry: IndexedFile {
+                version: h.version,
+                etag: h.etag.clone(),
+                skipped,
+            },
+            text,
+            reuse: None,
+        }))
+    }
+
+    /// Applies `changes` to the index, embedding the passages of every text among them in
+    /// one run of the model (when it is loaded); at most `max_passages` are embedded when
+    /// given (the files past it are indexed without passages). How many it applied.
+    async fn apply_changes(
+        &self,
+        index: &mut dyn TextIndex,
+        changes: Vec<Change>,
+        max_passages: Option<usize>,
+    ) -> Result<u64> {
+        let mut cuts: Vec<Vec<crate::search::passages::Passage>> = Vec::new();
+        let mut texts: Vec<String> = Vec::new();
+        if let Semantic::On(_) = &self.semantic {
+            for change in &changes {
+                let cut = match change {
+                    Change::Put {
+                        path,
+                        text: Some(text),
+                        reuse: None,
+                        ..
+                    } => {
+                        let mut cut = passages(path, text);
+                        let room =
+                            max_passages.map_or(usize::MAX, |m| m.saturating_sub(texts.len()));
+                        cut.truncate(room);
+                        cut
+                    }
+                    _ => Vec::new(),
+                };
+                texts.extend(cut.iter().map(|p| p.text.clone()));
+                cuts.push(cut);
+            }
+        }
+        let mut vectors = match &self.semantic {
+            Semantic::On(e) => embed(e, texts).await?.into_iter(),
+            Semantic::Off(_) => Vec::new().into_iter(),
         };
-        index.put(path, &entry, text)?;
-        Ok(true)
+        let mut applied = 0u64;
+        for (i, change) in changes.into_iter().enumerate() {
+            applied += 1;
+            match change {
+                Change::Remove(path) => index.remove(&path)?,
+                Change::Put {
+                    path,
+                    entry,
+                    text,
+                    reuse,
+                } => {
+                    let embedded: Vec<PassageVector> = match reuse {
+                        Some(v) => v,
+                        None => cuts
+                            .get(i)
+                            .map(|cut| {
+                                cut.iter()
+                                    .zip(vectors.by_ref())
+                                    .map(|(p, vector)| PassageVector {
+                                        start_line: p.start_line,
+                                        end_line: p.end_line,
+                                        vector,
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    };
+                    index.put(&path, &entry, text.as_deref(), &embedded)?;
+                }
+            }
+        }
+        Ok(applied)
+    }
+
+    /// A snapshot's files unchanged since the live index embedded them take its vectors
+    /// instead of being embedded again.
+    async fn reuse_live_vectors(&self, scope: &Scope, changes: &mut [Change]) -> Result<()> {
+        let wiring = self.search_wiring()?;
+        let handle = wiring.indexes.open(scope).await?;
+        let mut live = handle.lock().await;
+        if live.model()?.as_deref() != self.semantic.model() {
+            return Ok(());
+        }
+        for change in changes.iter_mut() {
+            if let Change::Put {
+                path, entry, reuse, ..
+            } = change
+            {
+                if let Some((etag, vectors)) = live.passages(path)? {
+                    if etag == entry.etag {
+                        *reuse = Some(vectors);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// How many changed paths the index has not applied (for `consistency=eventual`).
@@ -575,7 +858,7 @@ impl WorkspaceService {
         &self,
         plan: &Plan,
         who: &Identity,
-        index: &dyn TextIndex,
+        index: &mut dyn TextIndex,
         pending: u64,
         consistency: &'static str,
     ) -> Result<SearchPage> {
@@ -589,6 +872,11 @@ impl WorkspaceService {
             skipped: Vec::new(),
             pending,
             consistency,
+            model: plan
+                .mode
+                .by_meaning()
+                .then(|| self.semantic.model().map(str::to_owned))
+                .flatten(),
         };
         let files = if filtered {
             let files = index.files(&plan.prefix)?;
@@ -613,6 +901,8 @@ impl WorkspaceService {
         };
         let (hits, more) = match plan.mode {
             Mode::Keyword => self.keyword_hits(plan, who, index, filtered)?,
+            Mode::Semantic => semantic_hits(plan, who, index)?,
+            Mode::Hybrid => hybrid_hits(plan, who, index, filtered)?,
             Mode::Exact | Mode::Regex => {
                 let candidates = match plan.mode {
                     Mode::Exact => index.substring_candidates(&plan.needle, &plan.prefix)?,
@@ -664,10 +954,165 @@ impl WorkspaceService {
                 version: r.version,
                 etag: r.etag,
                 score: r.score,
+                passage: None,
+                scores: None,
             });
         }
         Ok((hits, more))
     }
+}
+
+/// The lines of a passage a hit shows: its first [`MAX_LINES_PER_HIT`], each cut at
+/// [`MAX_LINE_CHARS`] characters, with no ranges (a match by meaning has no matched words).
+fn passage_lines(
+    index: &dyn TextIndex,
+    path: &str,
+    start: u32,
+    end: u32,
+) -> Result<Vec<LineMatch>> {
+    let Some((_, text)) = index.text(path)? else {
+        return Ok(Vec::new());
+    };
+    Ok(text
+        .lines()
+        .enumerate()
+        .skip(start.saturating_sub(1) as usize)
+        .take((end.saturating_sub(start) as usize + 1).min(MAX_LINES_PER_HIT))
+        .map(|(i, line)| LineMatch {
+            line: i + 1,
+            text: line.chars().take(MAX_LINE_CHARS).collect(),
+            ranges: Vec::new(),
+        })
+        .collect())
+}
+
+fn span(n: &NearPassage) -> PassageSpan {
+    PassageSpan {
+        start_line: n.start_line,
+        end_line: n.end_line,
+    }
+}
+
+/// Semantic mode: each file's best passage, by cosine similarity.
+fn semantic_hits(
+    plan: &Plan,
+    who: &Identity,
+    index: &mut dyn TextIndex,
+) -> Result<(Vec<SearchHit>, bool)> {
+    let near = index.nearest(
+        &plan.query_vector,
+        &plan.prefix,
+        MIN_SEMANTIC_SCORE,
+        plan.offset + plan.limit + 1,
+        &|p| plan.admits(who, p),
+    )?;
+    let more = near.len() > plan.offset + plan.limit;
+    let mut hits = Vec::new();
+    for n in near.into_iter().skip(plan.offset).take(plan.limit) {
+        hits.push(SearchHit {
+            lines: passage_lines(&*index, &n.path, n.start_line, n.end_line)?,
+            passage: Some(span(&n)),
+            scores: Some(Scores {
+                keyword: None,
+                keyword_rank: None,
+                semantic: Some(n.score),
+                semantic_rank: None,
+                fused: None,
+            }),
+            score: n.score,
+            path: n.path,
+            version: n.version,
+            etag: n.etag,
+        });
+    }
+    Ok((hits, more))
+}
+
+/// A file in both rankings of a hybrid search: its keyword rank and hit, its semantic rank
+/// and best passage (ranks from 1).
+type Fused = (
+    Option<(usize, crate::search::Ranked)>,
+    Option<(usize, NearPassage)>,
+);
+
+/// Hybrid mode: the keyword ranking (BM25 over whole files) and the semantic one (each
+/// file's best passage) fused by reciprocal rank fusion, which needs no calibration
+/// between BM25's unbounded scores and cosines (bench/semantic measures it against both).
+fn hybrid_hits(
+    plan: &Plan,
+    who: &Identity,
+    index: &mut dyn TextIndex,
+    filtered: bool,
+) -> Result<(Vec<SearchHit>, bool)> {
+    let depth = (plan.offset + plan.limit + 1).max(FUSION_DEPTH);
+    let keyword: Vec<_> = if plan.words.is_empty() {
+        Vec::new()
+    } else {
+        index
+            .keyword(&plan.words, &plan.prefix, (!filtered).then_some(depth))?
+            .into_iter()
+            .filter(|r| plan.admits(who, &r.path))
+            .take(depth)
+            .collect()
+    };
+    let near = index.nearest(
+        &plan.query_vector,
+        &plan.prefix,
+        MIN_SEMANTIC_SCORE,
+        depth,
+        &|p| plan.admits(who, p),
+    )?;
+    let mut fused: std::collections::HashMap<String, Fused> = std::collections::HashMap::new();
+    for (i, r) in keyword.into_iter().enumerate() {
+        let path = r.path.clone();
+        fused.entry(path).or_default().0 = Some((i + 1, r));
+    }
+    for (i, n) in near.into_iter().enumerate() {
+        let path = n.path.clone();
+        fused.entry(path).or_default().1 = Some((i + 1, n));
+    }
+    let rrf = |rank: Option<usize>| rank.map_or(0.0, |r| 1.0 / (FUSION_K + r as f64));
+    let mut ranked: Vec<(f64, String, _)> = fused
+        .into_iter()
+        .map(|(path, (k, s))| {
+            let score = rrf(k.as_ref().map(|k| k.0)) + rrf(s.as_ref().map(|s| s.0));
+            (score, path, (k, s))
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let more = ranked.len() > plan.offset + plan.limit;
+    let mut hits = Vec::new();
+    for (score, path, (k, s)) in ranked.into_iter().skip(plan.offset).take(plan.limit) {
+        let (version, etag) = match (&k, &s) {
+            (Some((_, r)), _) => (r.version, r.etag.clone()),
+            (None, Some((_, n))) => (n.version, n.etag.clone()),
+            (None, None) => continue,
+        };
+        let lines = match (&k, &s) {
+            (Some(_), _) => index
+                .keyword_text(&path, &plan.words)?
+                .map(|t| matching_lines(&t.text, &t.ranges))
+                .unwrap_or_default(),
+            (None, Some((_, n))) => passage_lines(&*index, &path, n.start_line, n.end_line)?,
+            (None, None) => Vec::new(),
+        };
+        hits.push(SearchHit {
+            lines,
+            passage: s.as_ref().map(|(_, n)| span(n)),
+            scores: Some(Scores {
+                keyword: k.as_ref().map(|(_, r)| r.score),
+                keyword_rank: k.as_ref().map(|(rank, _)| *rank),
+                semantic: s.as_ref().map(|(_, n)| n.score),
+                semantic_rank: s.as_ref().map(|(rank, _)| *rank),
+                fused: Some(score),
+            }),
+            score,
+            path,
+            version,
+            etag,
+        });
+    }
+    Ok((hits, more))
 }
 
 /// Exact and regex modes: reads each candidate's text and counts its matches (ranked by
@@ -715,6 +1160,8 @@ fn scan_hits(
                 etag: file.etag,
                 score: ranges.len() as f64,
                 lines: matching_lines(&text, &ranges),
+                passage: None,
+                scores: None,
             },
         ));
     }

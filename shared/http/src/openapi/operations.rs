@@ -252,16 +252,17 @@ pub fn describe(spec: &RouteSpec) -> Value {
         )
         .answers("200", "A page of changes.", schema("ChangeList")),
         Route::Search => limit_and_token(
-            op("search", "files", "Search the workspace: ranked keywords (stemmed, BM25), an exact substring, or a bounded regex. Fresh by default: every acknowledged write is reflected, and each hit names the exact version it matched.")
+            op("search", "files", "Search the workspace: ranked keywords (stemmed, BM25), an exact substring, a bounded regex, or by meaning (semantic, hybrid). Fresh by default: every acknowledged write is reflected, and each hit names the exact version it matched.")
                 .required_query("q", json!({"type": "string", "minLength": 1, "maxLength": 1024}), "What to search for.")
-                .query("mode", json!({"type": "string", "enum": ["keyword", "exact", "regex"], "default": "keyword"}), "keyword: words, stemmed, ranked by BM25; exact: the literal substring; regex: a regular expression (bounded in bytes scanned and time).")
+                .query("mode", json!({"type": "string", "enum": workspace_core::search::Mode::NAMES, "default": "keyword"}), "keyword: words, stemmed, ranked by BM25; exact: the literal substring; regex: a regular expression (bounded in bytes scanned and time); semantic: passages by the cosine similarity of their embedding to the query's; hybrid: keyword and semantic ranks fused (reciprocal rank fusion). semantic and hybrid answer 503 where the embedding model is not installed (discovery's search.semantic says so).")
                 .query("ignoreCase", json!({"type": "boolean", "default": false}), "exact and regex: match regardless of case.")
                 .params(&["Prefix"])
                 .query("glob", json!({"type": "string", "maxLength": 256}), "Only paths matching this glob (`*` within a segment, `**` across).")
                 .params(&["SnapshotQuery"])
                 .query("consistency", json!({"type": "string", "enum": ["fresh", "eventual"], "default": "fresh"}), "eventual: answer from the index as it is, reporting how many changed paths it has not applied (index.pending)."),
         )
-        .answers("200", "A page of hits, best first, and how complete the index is.", schema("SearchResults")),
+        .answers("200", "A page of hits, best first, and how complete the index is.", schema("SearchResults"))
+        .answers("503", "semantic or hybrid without the embedding model: the message says how to install it.", schema("Error")),
         Route::GetFile => op("getFile", "files", "Read a file (or a past version, or through a snapshot).")
             .query("version", json!({"type": "integer", "minimum": 1}), "A version of the live lineage.")
             .params(&["SnapshotQuery"])

@@ -521,13 +521,34 @@ fn schemas() -> Value {
                                 } },
                             },
                         } },
+                        "passage": {
+                            "type": "object",
+                            "description": "semantic, hybrid: the passage that matched by meaning (lines from 1, inclusive).",
+                            "required": ["startLine", "endLine"],
+                            "properties": {
+                                "startLine": { "type": "integer", "minimum": 1 },
+                                "endLine": { "type": "integer", "minimum": 1 },
+                            },
+                        },
+                        "scores": {
+                            "type": "object",
+                            "description": "semantic, hybrid: each ranking's score and rank (keyword: BM25; semantic: cosine similarity; fused: reciprocal rank fusion).",
+                            "properties": {
+                                "keyword": { "type": "number" },
+                                "keywordRank": { "type": "integer", "minimum": 1 },
+                                "semantic": { "type": "number" },
+                                "semanticRank": { "type": "integer", "minimum": 1 },
+                                "fused": { "type": "number" },
+                            },
+                        },
                     },
                 } },
                 "index": {
                     "type": "object",
                     "required": ["mode", "indexed", "total", "pending", "consistency"],
                     "properties": {
-                        "mode": { "type": "string", "enum": ["keyword", "exact", "regex"] },
+                        "mode": { "type": "string", "enum": workspace_core::search::Mode::NAMES },
+                        "model": { "type": "string", "description": "semantic, hybrid: the embedding model of the passages." },
                         "indexed": { "type": "integer" },
                         "total": { "type": "integer" },
                         "skipped": { "type": "array", "items": {

@@ -147,10 +147,10 @@ pub fn definitions() -> Vec<Value> {
         ),
         tool(
             "search",
-            "Find the files that best match a query, ranked: keyword (words, any form: 'deploying' finds 'deploy'; the default), exact (a literal substring, punctuation included) or regex. Sees every write already made. Answers each hit as path@version with its matching lines.",
+            "Find the files that best match a query, ranked: keyword (words, any form: 'deploying' finds 'deploy'; the default), exact (a literal substring, punctuation included), regex, semantic (by meaning: describe what the file is about in your own words) or hybrid (keyword and meaning together: best when unsure). Sees every write already made. Answers each hit as path@version with its matching lines (semantic, hybrid: the passage that matched).",
             json!({
-                "query": { "type": "string", "description": "Words to look for (keyword), the exact text (exact), or a regular expression (regex)" },
-                "mode": { "type": "string", "enum": ["keyword", "exact", "regex"], "description": "How to read the query (default keyword)" },
+                "query": { "type": "string", "description": "Words to look for (keyword), the exact text (exact), a regular expression (regex), or a description of what you look for (semantic, hybrid)" },
+                "mode": { "type": "string", "enum": ["keyword", "exact", "regex", "semantic", "hybrid"], "description": "How to read the query (default keyword)" },
                 "path": { "type": "string", "description": "Directory to search (default: the whole workspace). ".to_owned() + PATH_HELP },
                 "glob": { "type": "string", "description": "Only files whose path below 'path' matches this glob, e.g. **/*.md" },
                 "ignore_case": { "type": "boolean", "description": "exact and regex: ignore case (default false)" },

@@ -80,7 +80,9 @@ fn from_domain(e: WorkspaceError, shown: &str) -> ToolOutput {
         WorkspaceError::TooLarge { message, .. } | WorkspaceError::Capability { message, .. } => {
             fail(message)
         }
-        WorkspaceError::Unauthenticated(m) | WorkspaceError::NotProvided(m) => fail(m),
+        WorkspaceError::Unauthenticated(m)
+        | WorkspaceError::NotProvided(m)
+        | WorkspaceError::Unavailable(m) => fail(m),
         WorkspaceError::Internal(detail) => {
             tracing::error!(error = %detail, "tool call failed");
             fail("the workspace failed to handle this call; retry later")

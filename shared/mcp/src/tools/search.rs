@@ -187,8 +187,12 @@ pub async fn search(ws: &Workspace<'_>, a: &Args) -> Outcome {
     let shown = args::opt_string(a, "path")?.unwrap_or("/workspace");
     let mode = match args::opt_string(a, "mode")? {
         None => Mode::Keyword,
-        Some(m) => Mode::parse(m)
-            .ok_or_else(|| fail(format!("'mode' must be keyword, exact or regex, not '{m}'")))?,
+        Some(m) => Mode::parse(m).ok_or_else(|| {
+            fail(format!(
+                "'mode' must be one of {}, not '{m}'",
+                Mode::NAMES.join(", ")
+            ))
+        })?,
     };
     let max = max_results(a)?.min(MAX_SEARCH_LIMIT);
     let dir = target(shown)?;
@@ -241,8 +245,12 @@ pub async fn search(ws: &Workspace<'_>, a: &Args) -> Outcome {
         page.hits.len()
     );
     for hit in &page.hits {
+        let passage = hit
+            .passage
+            .map(|p| format!(", lines {}-{}", p.start_line, p.end_line))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "\n{}@{} (score {:.2})\n",
+            "\n{}@{} (score {:.3}{passage})\n",
             hit.path, hit.version, hit.score
         ));
         for line in &hit.lines {
