@@ -163,8 +163,19 @@ async fn every_recorded_event_runs_through_its_function_binary() {
             ("WORKSPACE_INLINE_BODY_BYTES", "0"),
         ],
     );
+    // The functions that search carry the embedding model, as the model layer gives them
+    // on Lambda (`WORKSPACE_MODEL_DIR`; tests/run.sh installs it).
+    let model = std::env::var("WORKSPACE_MODEL_DIR")
+        .expect("WORKSPACE_MODEL_DIR names the installed model (tests/run.sh installs it)");
     let (sam, bin_dir) = tokio::task::spawn_blocking(move || {
-        let sam = sam_local(&env_json).under_roles(roles);
+        let mut sam = sam_local(&env_json).under_roles(roles);
+        for id in ["SearchFunction", "IndexerFunction", "McpFunction"] {
+            let (_, env) = sam
+                .functions
+                .get_mut(id)
+                .expect("a function of the template");
+            env.insert("WORKSPACE_MODEL_DIR".to_owned(), model.clone());
+        }
         let bin_dir = build_bootstraps(&sam);
         (sam, bin_dir)
     })
@@ -620,6 +631,37 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     assert_eq!(status(&empty), 200, "{empty}");
     assert_eq!(body(&empty)["hits"], serde_json::json!([]), "{empty}");
     assert_eq!(body(&empty)["index"]["total"], 0, "{empty}");
+    // By meaning, from the same index: the indexer embedded the passages under its own
+    // role, and the search function embeds the query with the model it loaded.
+    for mode in ["semantic", "hybrid"] {
+        let by_meaning = invoke_edited(&search_fn, "search.json", move |e: &mut Value| {
+            e["rawQueryString"] = format!("q=a+friendly+greeting&mode={mode}&prefix=notes/").into();
+            e["queryStringParameters"] =
+                serde_json::json!({"q": "a friendly greeting", "mode": mode, "prefix": "notes/"});
+        })
+        .await;
+        assert_eq!(status(&by_meaning), 200, "{by_meaning}");
+        let found = body(&by_meaning);
+        assert_eq!(found["index"]["mode"], mode, "{found}");
+        assert!(
+            found["index"]["model"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("all-minilm-l6-v2@")),
+            "{found}"
+        );
+        let first = &found["hits"][0];
+        assert!(
+            first["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("notes/")),
+            "{found}"
+        );
+        assert!(first["passage"]["startLine"].is_number(), "{found}");
+        assert!(
+            first["scores"]["semantic"].as_f64().unwrap_or_default() >= 0.2,
+            "{found}"
+        );
+    }
 
     // A body no version item names (a write that died before its commit): with no grace
     // period the sweep deletes it.
