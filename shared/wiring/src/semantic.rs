@@ -51,10 +51,10 @@ pub fn on_lambda(s: &Settings) -> Semantic {
     match &s.model_dir {
         Some(dir) => load(
             dir,
-            "deploy the stack with SemanticSearch=on so the search functions carry the model layer",
+            "put the installed model's folder (workspace-local models install) in a layer the function has, and name it in WORKSPACE_MODEL_DIR",
         ),
         None => Semantic::Off(
-            "this function carries no embedding model (template.yaml's SemanticSearch parameter is off)"
+            "this function carries no embedding model (WORKSPACE_MODEL_DIR is unset: docs/search.md, On Lambda)"
                 .to_owned(),
         ),
     }

@@ -317,7 +317,7 @@ impl Settings {
             // The API's own URL is API Gateway's, which a function does not know.
             public_url: None,
             semantic: self.semantic_model.clone().ok_or_else(|| {
-                "this stack's search functions carry no embedding model (template.yaml's SemanticSearch parameter)".to_owned()
+                "this stack's search functions carry no embedding model: give fn-search, fn-indexer and fn-mcp the model's folder in WORKSPACE_MODEL_DIR and its id in WORKSPACE_SEMANTIC_MODEL (docs/search.md)".to_owned()
             }),
         }
     }

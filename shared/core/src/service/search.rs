@@ -22,8 +22,9 @@ use crate::search::passages::passages;
 use crate::search::{
     skip_reason, ChangeFeed, Embedder, IndexedFile, Mode, NearPassage, PassageVector,
     SearchIndexes, Skipped, TextIndex, DEFAULT_SEARCH_LIMIT, FUSION_DEPTH, FUSION_K,
-    MAX_LINES_PER_HIT, MAX_LINE_CHARS, MAX_QUERY_BYTES, MAX_QUERY_WORDS, MAX_REGEX_PROGRAM_BYTES,
-    MAX_SEARCH_LIMIT, MAX_SKIPPED_LISTED, MAX_SNAPSHOT_EMBEDDED_PASSAGES, MIN_SEMANTIC_SCORE,
+    KEYWORD_WEIGHT, MAX_LINES_PER_HIT, MAX_LINE_CHARS, MAX_QUERY_BYTES, MAX_QUERY_WORDS,
+    MAX_REGEX_PROGRAM_BYTES, MAX_SEARCH_LIMIT, MAX_SKIPPED_LISTED, MAX_SNAPSHOT_EMBEDDED_PASSAGES,
+    MIN_SEMANTIC_SCORE,
 };
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -1036,8 +1037,9 @@ type Fused = (
 );
 
 /// Hybrid mode: the keyword ranking (BM25 over whole files) and the semantic one (each
-/// file's best passage) fused by reciprocal rank fusion, which needs no calibration
-/// between BM25's unbounded scores and cosines (bench/semantic measures it against both).
+/// file's best passage) fused by weighted reciprocal rank fusion ([`FUSION_K`],
+/// [`KEYWORD_WEIGHT`]), which needs no calibration between BM25's unbounded scores and
+/// cosines (bench/semantic measures it against both).
 fn hybrid_hits(
     plan: &Plan,
     who: &Identity,
@@ -1075,7 +1077,8 @@ fn hybrid_hits(
     let mut ranked: Vec<(f64, String, _)> = fused
         .into_iter()
         .map(|(path, (k, s))| {
-            let score = rrf(k.as_ref().map(|k| k.0)) + rrf(s.as_ref().map(|s| s.0));
+            let score =
+                KEYWORD_WEIGHT * rrf(k.as_ref().map(|k| k.0)) + rrf(s.as_ref().map(|s| s.0));
             (score, path, (k, s))
         })
         .collect();
