@@ -136,6 +136,11 @@ echo "== the embedding model into $models_dir"
 cargo run --locked -q -p workspace-local -- models install --dir "$models_dir"
 export WORKSPACE_MODEL_DIR="$models_dir/all-minilm-l6-v2"
 
+# The retrieval evaluation's corpus and judged queries stay valid: every judged path exists
+# and no paraphrase shares a word with its answer (seconds; the run itself is a benchmark).
+echo "== bench/semantic/evaluate.py --check"
+"$venv/bin/python" bench/semantic/evaluate.py --check
+
 # The benchmark suite in its smoke mode (tiny counts, a debug build): keeps bench/run.py
 # working; the numbers in docs/performance.md come from its full run.
 echo "== bench smoke"
