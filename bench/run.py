@@ -286,9 +286,7 @@ def search_costs(bin_dir, smoke):
     import random
     import shutil
     import urllib.parse
-    # The smoke run (in every test run) embeds a few files only: a passage costs about 0.1 s
-    # of CPU in the debug build.
-    n = 40 if smoke else 10000
+    n = 300 if smoke else 10000
     queries = 10 if smoke else 100
     greps = 2 if smoke else 5
     files, rare = corpus(n)
@@ -370,7 +368,9 @@ def semantic_costs(bin_dir, smoke):
     import shutil
     import sqlite3
     import urllib.parse
-    n = 300 if smoke else 10000
+    # The smoke run (in every test run) embeds a few files only: a passage costs about 0.1 s
+    # of CPU in the debug build.
+    n = 40 if smoke else 10000
     queries = 10 if smoke else 100
     put_n = 100 if smoke else 2000
     files, _ = corpus(n)
