@@ -2050,7 +2050,8 @@ struct Seen {
 /// AWS; the stream and webhooks on the local server); what they are must not: only the
 /// events family's `source` and `detailType` are compared. Likewise the MCP family's
 /// absolute `url` (its `path` is compared) and the origin of its `serverUrls` (absolute
-/// where the public URL is known, root-relative elsewhere: their paths are compared).
+/// where the public URL is known, root-relative elsewhere: their paths are compared), and
+/// the reason search by meaning is off.
 fn only_the_event_contract(doc: &mut Value) {
     if doc.get("protocol").and_then(Value::as_str) != Some("openwop") {
         return;
@@ -2058,6 +2059,14 @@ fn only_the_event_contract(doc: &mut Value) {
     for at in ["/events", "/capabilities/events"] {
         if let Some(o) = doc.pointer_mut(at).and_then(Value::as_object_mut) {
             o.retain(|k, _| k == "source" || k == "detailType");
+        }
+    }
+    // Why search by meaning is off says how to turn it on where the document comes from
+    // (`workspace-local models install` locally, the function's model folder on Lambda):
+    // whether it is on is compared, and so are the modes.
+    for at in ["/search/semantic", "/capabilities/search/semantic"] {
+        if let Some(o) = doc.pointer_mut(at).and_then(Value::as_object_mut) {
+            o.remove("reason");
         }
     }
     // The MCP server's absolute URL is known only where the public URL is (locally).
@@ -2832,6 +2841,31 @@ fn normalisation_hides_only_what_two_stores_may_differ_in() {
     assert!(problems.is_empty(), "{problems:?}");
     let e3 = normalize(&answer(doc(false, "someone-else"), "\"x\""), &mut b, "s3");
     compare(&e1, &e3, &mut problems);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    // Search by meaning: why it is off may differ, whether it is on may not.
+    let search = |on: bool, reason: &str| {
+        let search = json!({"modes": ["keyword"], "semantic": {"supported": on, "reason": reason}});
+        json!({"protocol": "openwop", "search": search, "capabilities": {"search": search}})
+    };
+    let mut problems = Vec::new();
+    let s1 = normalize(
+        &answer(search(false, "install it here"), "\"x\""),
+        &mut a,
+        "s4",
+    );
+    let s2 = normalize(
+        &answer(search(false, "give the function a layer"), "\"x\""),
+        &mut b,
+        "s4",
+    );
+    compare(&s1, &s2, &mut problems);
+    assert!(problems.is_empty(), "{problems:?}");
+    let s3 = normalize(
+        &answer(search(true, "install it here"), "\"x\""),
+        &mut b,
+        "s4",
+    );
+    compare(&s1, &s3, &mut problems);
     assert_eq!(problems.len(), 1, "{problems:?}");
     // The MCP server's URLs: compared by path, whatever origin one side knows.
     let mcp = |urls: Value| {
