@@ -34,8 +34,12 @@ use workspace_tests::{b64, root};
 
 /// Histories (each `CLIENTS` × `OPS_PER_CLIENT` operations on paths of its own).
 const HISTORIES: usize = 50;
-/// Histories run side by side.
-const PARALLEL: usize = 3;
+/// Histories run side by side. One: with three, moto (one Python process behind every
+/// function) sometimes did not accept a function's connection within the SDK's 3.1 s
+/// connect timeout on a loaded CI machine (the functions' log said so), a 500 that is the
+/// emulator's capacity, not the functions'. Within a history the clients still race through
+/// different instances.
+const PARALLEL: usize = 1;
 /// Instances of one function running at once.
 const INSTANCES: usize = 2;
 
