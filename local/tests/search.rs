@@ -218,6 +218,23 @@ async fn deleting_a_workspace_deletes_its_index() {
     );
 }
 
+/// The discovery document.
+async fn discovery(c: &Client, s: &Server) -> Value {
+    let r = c.get(s.url("/.well-known/openwop")).send().await.unwrap();
+    r.json().await.unwrap()
+}
+
+/// A search in `mode` for `q` (already URL-encoded): its status and JSON answer.
+async fn by_meaning(c: &Client, s: &Server, key: &str, q: &str, mode: &str) -> (u16, Value) {
+    let r = c
+        .get(s.url(&format!("/v1/host/workspace/search?q={q}&mode={mode}")))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
 /// Search by meaning on the local server. Without the model the server starts, keyword
 /// search works, discovery says semantic search is off and why, and `semantic` and
 /// `hybrid` answer 503 saying how to install it; with `WORKSPACE_MODEL_DIR` naming the
@@ -235,14 +252,7 @@ async fn search_by_meaning_is_off_without_the_model_and_on_with_it() {
         put(&c, &s, &key, "memory/billing/backoff.md", text).await;
         let found = search(&c, &s, &key, "declined").await;
         assert_eq!(paths(&found), ["memory/billing/backoff.md@1"]);
-        let discovery: Value = c
-            .get(s.url("/.well-known/openwop"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let discovery = discovery(&c, &s).await;
         let semantic = &discovery["search"]["semantic"];
         assert_eq!(semantic["supported"], false, "{discovery}");
         assert!(
@@ -257,16 +267,8 @@ async fn search_by_meaning_is_off_without_the_model_and_on_with_it() {
             serde_json::json!(["keyword", "exact", "regex"])
         );
         for mode in ["semantic", "hybrid"] {
-            let r = c
-                .get(s.url(&format!(
-                    "/v1/host/workspace/search?q=retrying+payments&mode={mode}"
-                )))
-                .bearer_auth(&key)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 503, "{mode}");
-            let body: Value = r.json().await.unwrap();
+            let (status, body) = by_meaning(&c, &s, &key, "retrying+payments", mode).await;
+            assert_eq!(status, 503, "{mode}");
             assert_eq!(body["error"], "unavailable");
             let message = body["message"].as_str().unwrap();
             assert!(
@@ -280,14 +282,7 @@ async fn search_by_meaning_is_off_without_the_model_and_on_with_it() {
         .expect("WORKSPACE_MODEL_DIR names the installed model (tests/run.sh installs it)");
     // The same data: the index made without the model is embedded on the first search.
     let s = Server::start(dir.path(), &[("WORKSPACE_MODEL_DIR", &model)]).await;
-    let discovery: Value = c
-        .get(s.url("/.well-known/openwop"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let discovery = discovery(&c, &s).await;
     assert_eq!(
         discovery["search"]["semantic"]["supported"], true,
         "{discovery}"
@@ -301,16 +296,9 @@ async fn search_by_meaning_is_off_without_the_model_and_on_with_it() {
     )
     .await;
     for mode in ["semantic", "hybrid"] {
-        let r = c
-            .get(s.url(&format!(
-                "/v1/host/workspace/search?q=the+note+about+retrying+payments&mode={mode}"
-            )))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200, "{mode}");
-        let found: Value = r.json().await.unwrap();
+        let (status, found) =
+            by_meaning(&c, &s, &key, "the+note+about+retrying+payments", mode).await;
+        assert_eq!(status, 200, "{mode}");
         assert_eq!(
             found["hits"][0]["path"], "memory/billing/backoff.md",
             "{found}"
