@@ -76,13 +76,16 @@ def dummy_zip() -> bytes:
 
 
 def code_locations(template: dict) -> list[tuple[str, str]]:
-    """(bucket, key) of every AWS::Lambda::Function's Code in a translated template."""
+    """(bucket, key) of every AWS::Lambda::Function's Code and AWS::Lambda::LayerVersion's
+    Content in a translated template."""
     out = []
     for res in template["Resources"].values():
-        if res["Type"] == "AWS::Lambda::Function":
-            code = res["Properties"].get("Code", {})
-            if "S3Bucket" in code:
-                out.append((code["S3Bucket"], code["S3Key"]))
+        code = {
+            "AWS::Lambda::Function": lambda: res["Properties"].get("Code", {}),
+            "AWS::Lambda::LayerVersion": lambda: res["Properties"].get("Content", {}),
+        }.get(res["Type"], dict)()
+        if "S3Bucket" in code:
+            out.append((code["S3Bucket"], code["S3Key"]))
     return out
 
 

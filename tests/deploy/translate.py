@@ -133,9 +133,15 @@ def load_template(path: Path) -> dict[str, Any]:
 
 
 def package(template: dict[str, Any]) -> dict[str, Any]:
-    """What `sam package` does to this template: every function's local CodeUri → S3 URL."""
+    """What `sam package` does to this template: every function's local CodeUri and every
+    layer's local ContentUri → S3 URL."""
     t = copy.deepcopy(template)
     for logical_id, res in (t.get("Resources") or {}).items():
+        if res.get("Type") == "AWS::Serverless::LayerVersion":
+            props = res.setdefault("Properties", {})
+            if isinstance(props.get("ContentUri"), str) and not props["ContentUri"].startswith("s3://"):
+                props["ContentUri"] = f"s3://{ARTIFACT_BUCKET}/{artifact_key(logical_id)}"
+            continue
         if res.get("Type") != "AWS::Serverless::Function":
             continue
         props = res.setdefault("Properties", {})

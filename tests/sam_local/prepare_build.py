@@ -40,7 +40,15 @@ def main(template: str, out_dir: str, bin_dir: str, wanted: list[str]) -> None:
     fn_globals["Architectures"] = ["x86_64"]
     os.makedirs(out_dir, exist_ok=True)
     built, missing = [], set(wanted)
+    template_dir = os.path.dirname(os.path.abspath(template))
     for logical_id, res in doc.get("Resources", {}).items():
+        if res.get("Type") == "AWS::Serverless::LayerVersion":
+            # Unbuilt (its Makefile's folder), where the copy can still find it; no function
+            # this run invokes has a layer.
+            res.pop("Metadata", None)
+            props = res.setdefault("Properties", {})
+            props["ContentUri"] = os.path.join(template_dir, props["ContentUri"])
+            continue
         if res.get("Type") != "AWS::Serverless::Function":
             continue
         props = res.setdefault("Properties", {})
