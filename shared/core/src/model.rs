@@ -526,6 +526,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_inline_body_never_reaches_a_debug_line() {
+        let body = BodyRef::inline(b"SECRET-CONTENT".to_vec());
+        let shown = format!("{body:?}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(shown.contains("InlineBody(14 bytes)"), "{shown}");
+    }
+
+    #[test]
     fn etags_differ_across_lineages_and_versions() {
         let sha = sha256_hex(b"same");
         assert_ne!(make_etag("l1", 1, 1, &sha), make_etag("l2", 1, 1, &sha));

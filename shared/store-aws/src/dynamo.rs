@@ -261,6 +261,9 @@ fn value_bytes(v: &AttributeValue) -> usize {
         AttributeValue::Ss(xs) | AttributeValue::Ns(xs) => xs.iter().map(|x| x.len() + 1).sum(),
         AttributeValue::M(m) => m.iter().map(|(k, v)| k.len() + value_bytes(v) + 3).sum(),
         AttributeValue::L(l) => l.iter().map(|v| value_bytes(v) + 1).sum(),
+        // An inline body: at up to 64 KiB a file, these are what fill a transaction.
+        AttributeValue::B(b) => b.as_ref().len(),
+        AttributeValue::Bs(bs) => bs.iter().map(|b| b.as_ref().len() + 1).sum(),
         _ => 8,
     }
 }
@@ -269,13 +272,21 @@ fn item_bytes(item: &Item) -> usize {
     item.iter().map(|(k, v)| k.len() + value_bytes(v)).sum()
 }
 
-/// One action's weight in a transaction: its item (a put), or its key and expression.
+/// One action's weight in a transaction: its item (a put) or the values its expressions
+/// carry (an update, a condition check, a delete), beside its key and expressions.
 fn action_bytes(op: &TransactWriteItem) -> usize {
     const SMALL: usize = 1024;
-    match op.put() {
-        Some(p) => item_bytes(p.item()) + SMALL,
-        None => SMALL,
-    }
+    let values = |v: Option<&std::collections::HashMap<String, AttributeValue>>| {
+        v.map_or(0, |v| v.iter().map(|(k, v)| k.len() + value_bytes(v)).sum())
+    };
+    SMALL
+        + match (op.put(), op.update(), op.condition_check(), op.delete()) {
+            (Some(p), ..) => item_bytes(p.item()) + values(p.expression_attribute_values()),
+            (_, Some(u), ..) => values(u.expression_attribute_values()),
+            (_, _, Some(c), _) => values(c.expression_attribute_values()),
+            (_, _, _, Some(d)) => values(d.expression_attribute_values()),
+            _ => 0,
+        }
 }
 
 /// The actions of one `TransactWriteItems`, each with the commit and the part of it that
@@ -804,5 +815,70 @@ impl ScopeItemStore for DynamoMeta {
         crate::sessions::DynamoSessions::new(self.client.clone(), self.table.clone())
             .erase_scope(scope)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::primitives::Blob;
+    use aws_sdk_dynamodb::types::Put;
+
+    /// A version item's put as a commit makes it, with its body inline or in S3.
+    fn put(i: usize, body: Option<usize>) -> TransactWriteItem {
+        let mut item = Item::from([
+            ("pk".to_owned(), s("t#tenant#w#workspace")),
+            ("sk".to_owned(), s(format!("v#notes/{i}.md#{i:020}"))),
+        ]);
+        match body {
+            Some(len) => item.insert(
+                items::INLINE_BODY.to_owned(),
+                AttributeValue::B(Blob::new(vec![b'x'; len])),
+            ),
+            None => item.insert("bodyKey".to_owned(), s("k".repeat(200))),
+        };
+        let put = Put::builder()
+            .table_name("t")
+            .set_item(Some(item))
+            .build()
+            .unwrap();
+        TransactWriteItem::builder().put(put).build()
+    }
+
+    fn transaction(ops: impl IntoIterator<Item = TransactWriteItem>) -> Transaction {
+        let mut tx = Transaction::default();
+        for (i, op) in ops.into_iter().enumerate() {
+            tx.push(i, Part::Version, op);
+        }
+        tx
+    }
+
+    #[test]
+    fn inline_bodies_count_toward_the_four_megabytes() {
+        // 80 actions of 64 KiB inline bodies are 5 MiB: DynamoDB would refuse them, so the
+        // batch must go to the durable plan.
+        assert!(!transaction((0..80).map(|i| put(i, Some(64 * 1024)))).fits());
+        // The same actions with their bodies in S3 weigh a few hundred bytes each.
+        assert!(transaction((0..80).map(|i| put(i, None))).fits());
+        // At the 2 KiB default the 100 actions bind first.
+        assert!(transaction((0..100).map(|i| put(i, Some(2048)))).fits());
+        assert!(!transaction((0..101).map(|i| put(i, Some(2048)))).fits());
+    }
+
+    #[test]
+    fn an_update_weighs_the_values_it_writes() {
+        let update = |len: usize| {
+            let u = aws_sdk_dynamodb::types::Update::builder()
+                .table_name("t")
+                .key("pk", s("p"))
+                .key("sk", s("h"))
+                .update_expression("SET body = :b")
+                .expression_attribute_values(":b", AttributeValue::B(Blob::new(vec![0; len])))
+                .build()
+                .unwrap();
+            TransactWriteItem::builder().update(u).build()
+        };
+        assert!(action_bytes(&update(64 * 1024)) > 64 * 1024);
+        assert!(!transaction((0..70).map(|_| update(64 * 1024))).fits());
     }
 }

@@ -222,14 +222,16 @@ async fn raw_items(
     env: &common::Env,
 ) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
     let plain = aws_sdk_dynamodb::Client::new(&common::sdk_config());
+    // Every page: a scan answers at most 1 MB at a time.
     plain
         .scan()
         .table_name(&env.table)
+        .into_paginator()
+        .items()
         .send()
+        .collect::<Result<Vec<_>, _>>()
         .await
         .unwrap()
-        .items()
-        .to_vec()
 }
 
 /// Whether any attribute of any item holds `needle` (as text or as binary).
@@ -448,6 +450,104 @@ async fn small_files_cost_one_dynamodb_request_and_no_s3_request() {
         .collect();
     assert!(any_item_holds(&items, b"pw: [REDACTED:db-password]"));
     assert!(!any_item_holds(&items, b"hunter2-correct-horse"));
+}
+
+/// The largest inline files: at the largest threshold, 20 files of 64 KiB of binary at
+/// 256-byte paths (the longest) in one atomic commit (its most operations). Each item keeps
+/// its body with room to spare under DynamoDB's 400 KB item limit, the commit is one
+/// `TransactWriteItems` (2.6 MB of bodies, under its 4 MB) with no S3 request, and every file
+/// reads back byte for byte.
+#[tokio::test]
+async fn the_largest_inline_files_fit_their_items_and_one_transaction() {
+    use workspace_core::blob::inline::MAX_INLINE_BODY_BYTES;
+    use workspace_core::path::MAX_PATH_LEN;
+    use workspace_core::service::commits::{CommitOp, CommitRequest, MAX_COMMIT_OPERATIONS};
+    let log = CallLog::default();
+    let env = common::fresh(Some(log.interceptor())).await;
+    let svc = env
+        .service_with_secrets(Limits::default())
+        .with_inline_body_bytes(MAX_INLINE_BODY_BYTES);
+    let body = |i: usize| -> Vec<u8> {
+        (0..MAX_INLINE_BODY_BYTES as usize)
+            .map(|j| ((i * 7 + j) % 256) as u8)
+            .collect()
+    };
+    let paths: Vec<FilePath> = (0..MAX_COMMIT_OPERATIONS)
+        .map(|i| {
+            let dir = format!("{i:02}/");
+            FilePath::parse(&format!("{dir}{}", "p".repeat(MAX_PATH_LEN - dir.len()))).unwrap()
+        })
+        .collect();
+    assert!(paths.iter().all(|p| p.as_str().len() == MAX_PATH_LEN));
+    log.reset();
+    let answer = svc
+        .commit_operations(
+            &who(),
+            CommitRequest {
+                operations: paths
+                    .iter()
+                    .enumerate()
+                    .map(|(i, path)| CommitOp::Put {
+                        path: path.clone(),
+                        content: body(i),
+                        content_type: None,
+                        if_match: None,
+                        if_none_match_any: true,
+                    })
+                    .collect(),
+                idempotency_key: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer.results.len(), MAX_COMMIT_OPERATIONS);
+    let calls = log.calls();
+    assert!(
+        calls.iter().all(|c| c.starts_with("DynamoDB.")),
+        "{calls:?}"
+    );
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| *c == "DynamoDB.TransactWriteItems")
+            .count(),
+        1,
+        "{calls:?}"
+    );
+
+    // DynamoDB's item size: each attribute's name and value, by length.
+    fn value_len(v: &aws_sdk_dynamodb::types::AttributeValue) -> usize {
+        use aws_sdk_dynamodb::types::AttributeValue as A;
+        match v {
+            A::S(x) | A::N(x) => x.len(),
+            A::B(b) => b.as_ref().len(),
+            A::M(m) => m.iter().map(|(k, v)| k.len() + value_len(v) + 3).sum(),
+            A::L(l) => l.iter().map(|v| value_len(v) + 1).sum(),
+            _ => 8,
+        }
+    }
+    let with_body: Vec<usize> = raw_items(&env)
+        .await
+        .iter()
+        .filter(|i| i.contains_key("body"))
+        .map(|i| i.iter().map(|(k, v)| k.len() + value_len(v)).sum())
+        .collect();
+    // A head and a version item per file.
+    assert_eq!(with_body.len(), 2 * MAX_COMMIT_OPERATIONS);
+    let largest = *with_body.iter().max().unwrap();
+    assert!(largest > MAX_INLINE_BODY_BYTES as usize);
+    assert!(
+        largest < MAX_INLINE_BODY_BYTES as usize + 4 * 1024,
+        "{largest} bytes"
+    );
+    assert!(largest < 400 * 1024);
+
+    for (i, path) in paths.iter().enumerate() {
+        log.reset();
+        let read = svc.get(&who(), path, None).await.unwrap();
+        assert_eq!(read.content, body(i));
+        assert_eq!(log.calls(), ["DynamoDB.GetItem"]);
+    }
 }
 
 /// A secret registered between two PUTs of one container (which keeps the tenant's

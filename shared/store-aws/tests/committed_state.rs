@@ -79,11 +79,19 @@ async fn s3_versions(env: &common::Env, key: &str) -> Vec<String> {
         .collect()
 }
 
+/// With each body in S3, and inline (its stream records then carry it in their images:
+/// the published events still never do).
 #[tokio::test]
 async fn committed_changes_reach_a_queue_and_failed_writes_never_do() {
+    for inline in [0, workspace_core::blob::inline::DEFAULT_INLINE_BODY_BYTES] {
+        committed_changes_reach_a_queue(inline).await;
+    }
+}
+
+async fn committed_changes_reach_a_queue(inline_body_bytes: u64) {
     let env = common::fresh(None).await;
     let observed = common::observed_bus().await;
-    let svc = service(&env, 20);
+    let svc = service(&env, 20).with_inline_body_bytes(inline_body_bytes);
     let v1 = svc
         .put(&alice(), put("notes/a.md", "SECRET-CONTENT-1", None))
         .await
@@ -113,6 +121,23 @@ async fn committed_changes_reach_a_queue_and_failed_writes_never_do() {
         .unwrap();
 
     let records = common::stream_records(env.stream_arn.as_deref().expect("stream")).await;
+    // Inline, DynamoDB's records carry the content in their images (`body`, binary); the
+    // publisher's reading of a record keeps no binary attribute, so it never holds it.
+    let raw = common::raw_stream_records(env.stream_arn.as_deref().unwrap()).await;
+    let in_stream = raw.iter().filter_map(|r| r.dynamodb.as_ref()).any(|d| {
+        [&d.new_image, &d.old_image].into_iter().flatten().any(|i| {
+            i.get("body")
+                .and_then(|b| b.as_b().ok())
+                .is_some_and(|b| b.as_ref().starts_with(b"SECRET-CONTENT"))
+        })
+    });
+    assert_eq!(in_stream, inline_body_bytes > 0, "{inline_body_bytes}");
+    assert!(!format!("{records:?}").contains("SECRET-CONTENT"));
+    assert!(records
+        .iter()
+        .flat_map(|r| [&r.new_image, &r.old_image])
+        .flatten()
+        .all(|i| !i.contains_key("body")));
     let failed = publisher(&env, &observed.bus).process(&records).await;
     assert!(failed.is_empty(), "{failed:?}");
 

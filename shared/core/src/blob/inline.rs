@@ -25,7 +25,8 @@ pub const DEFAULT_INLINE_BODY_BYTES: u64 = 2048;
 
 /// The largest threshold a deployment may set: a head or version item keeps one body and
 /// its metadata well under DynamoDB's 400 KB item limit, and a batch of commits still fits
-/// a 4 MB transaction at 16 files (larger batches go through the durable plan).
+/// a 4 MB transaction at about 28 files of that size (larger batches go through the durable
+/// plan: the AWS adapter weighs inline bodies when it decides).
 pub const MAX_INLINE_BODY_BYTES: u64 = 64 * 1024;
 
 /// The body port with small bodies kept inline (see the module notes).

@@ -366,7 +366,7 @@ impl WorkspaceService {
             if !self.meta.fits_one_commit(&batch) {
                 return Err(Failed(WorkspaceError::TooLarge {
                     message: format!(
-                        "this commit's {} changes do not fit one transaction of the store (DynamoDB: 100 actions); send fewer operations per commit",
+                        "this commit's {} changes do not fit one transaction of the store (DynamoDB: 100 actions, 4 MB); send fewer operations per commit",
                         batch.len()
                     ),
                     limit: batch.len() as u64,
