@@ -25,6 +25,17 @@ async fn filled(h: &SessionHarness) -> String {
         .await
         .assert_ok();
     }
+    // And one under it: its body is kept in its commit's items, so it goes with them.
+    h.call(
+        Method::PUT,
+        "/v1/host/workspace/files/dir/small.md",
+        Some(KEY_TENANT),
+    )
+    .header("x-workspace-id", &ws)
+    .json(&json!({ "content": "inline" }))
+    .send()
+    .await
+    .assert_ok();
     // A run snapshot: its record and pins are workspace data too.
     let snap = h
         .call(
@@ -132,7 +143,7 @@ pub async fn delete_workspace_leaves_nothing_behind(h: SessionHarness) {
     let listed = h.get_uri(KEY_TENANT, "/workspaces").await.assert_ok();
     assert_eq!(listed["workspaces"].as_array().map(Vec::len), Some(1));
     // The sibling workspace is untouched.
-    assert_eq!(file_count(&h, &keep).await, 2);
+    assert_eq!(file_count(&h, &keep).await, 3);
     let arts = h
         .get_uri(KEY_TENANT, &format!("/workspaces/{keep}/artifacts"))
         .await
