@@ -479,7 +479,8 @@ def semantic_costs(bin_dir, smoke, files_n=None):
             t2 = time.perf_counter()
             if r["index"]["consistency"] != "fresh":
                 raise SystemExit(f"the search after 100 writes answered {r['index']}")
-            # Its floor: the changed files' passages at the rate the corpus was embedded.
+            # How many passages that was (the rate below is theirs: the corpus's passages are
+            # longer, its made-up words several tokens each, so its rate is lower).
             with tempfile.TemporaryDirectory() as tmp:
                 for suffix in ["", "-wal"]:
                     src = os.path.join(data, "search", name + suffix)
@@ -493,9 +494,8 @@ def semantic_costs(bin_dir, smoke, files_n=None):
                         f"WHERE files.path IN ({marks})", changed).fetchone()[0]
                 finally:
                     db.close()
-            rate = out["index_on"]["passages"] / out["embed_s"]
             out["catch_up"] = {"changed": len(changed), "puts_s": t1 - t0, "total_s": t2 - t0, "after_s": t2 - t1,
-                               "passages": changed_passages, "floor_s": changed_passages / rate}
+                               "passages": changed_passages}
             # Last: the refresher embeds behind these PUTs (the cost measured), and its
             # backlog is left when the server stops.
             out["put_on"] = load(bin_dir, s.base, KEYS["forks-2"], "put", 1, put_n, paths=500, prefix="bench/", text=True)
@@ -529,10 +529,9 @@ def semantic_rows(sc, cores):
     rows.append(f"| catch up {cu['changed']} changed files (each overwritten with 1 KiB of prose, one PUT after another, "
                 f"then a semantic search): first PUT's start → search's answer / last PUT's answer → search's answer "
                 f"(one run; the background refresher embeds during the PUTs and cannot be switched off) | "
-                f"{cu['total_s'] * 1000:,.0f} / {cu['after_s'] * 1000:,.0f} | | | the {cu['changed']} PUTs alone: "
-                f"{cu['puts_s'] * 1000:,.0f} ms; {cu['passages']} passages, which at the corpus's embedding rate "
-                f"take {cu['floor_s'] * 1000:,.0f} ms (the floor): {cu['total_s'] / cu['floor_s']:.2f}× it; "
-                f"goal ≤ 2 s on 2 cores ({cores} here) |")
+                f"{cu['total_s'] * 1000:,.0f} / {cu['after_s'] * 1000:,.0f} | | "
+                f"{cu['passages'] / cu['total_s']:,.1f} passages/s | the {cu['changed']} PUTs alone: "
+                f"{cu['puts_s'] * 1000:,.0f} ms; {cu['passages']} passages embedded; goal ≤ 2 s on 2 cores ({cores} here) |")
     on, off = sc["put_on"], sc["put_off"]
     rows.append(f"| HTTP PUT 1 KiB of prose, 1 client, into a new workspace beside the corpus: semantic indexing on / off "
                 f"(model loaded / not; keywords indexed in both) | {on['p50Ms']:.2f} / {off['p50Ms']:.2f} | "

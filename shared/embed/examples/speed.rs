@@ -1,5 +1,5 @@
 //! How fast the model embeds: one 10-word query (the search request's cost), and 128-token
-//! passages in batches of 32 (indexing). `cargo run [--release] -p workspace-embed --example
+//! passages in the model's batches (indexing). `cargo run [--release] -p workspace-embed --example
 //! speed -- <model dir> [passages]`.
 
 use std::time::Instant;
@@ -48,7 +48,7 @@ fn main() {
     }
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "passages (128 tokens, batches of 32): {passages} in {secs:.2} s, {:.1} passages/s",
+        "passages (128 tokens, batched): {passages} in {secs:.2} s, {:.1} passages/s",
         passages as f64 / secs
     );
     println!("{}", memory());
