@@ -62,6 +62,35 @@ pub fn model() -> Arc<dyn workspace_core::search::Embedder> {
         .clone()
 }
 
+/// The model, counting the texts it is given: a case checks how much a change re-embeds.
+pub struct CountingEmbedder {
+    inner: Arc<dyn workspace_core::search::Embedder>,
+    texts: std::sync::Mutex<Vec<String>>,
+}
+
+impl CountingEmbedder {
+    /// Every text embedded so far, queries included, oldest first; and forgets them.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.texts.lock().expect("lock"))
+    }
+}
+
+impl workspace_core::search::Embedder for CountingEmbedder {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dims(&self) -> usize {
+        self.inner.dims()
+    }
+    fn embed(&self, texts: &[&str]) -> workspace_core::Result<Vec<Vec<f32>>> {
+        self.texts
+            .lock()
+            .expect("lock")
+            .extend(texts.iter().map(|t| (*t).to_owned()));
+        self.inner.embed(texts)
+    }
+}
+
 /// [`KEY_SCOPED`]'s paths.
 pub fn scoped_paths() -> workspace_core::PathScope {
     let own = |g: &[&str]| g.iter().map(|s| (*s).to_owned()).collect();
@@ -149,6 +178,8 @@ pub struct Harness {
     pub bodies: Arc<dyn BodyStore>,
     pub secrets: Arc<dyn SecretStore>,
     pub clock: Arc<ManualClock>,
+    /// The model of a [`Harness::with_semantic`] harness, counting what it embeds.
+    pub embedded: Option<Arc<CountingEmbedder>>,
     /// Where requests go instead of `app`: a server process over the same stores (see
     /// [`Harness::over_http`]), and what keeps it running.
     remote: Option<(String, Box<dyn Any + Send + Sync>)>,
@@ -469,8 +500,16 @@ impl Harness {
             max_regex_millis: workspace_core::search::MAX_REGEX_MILLIS,
             max_catch_up_paths: workspace_core::search::MAX_CATCH_UP_PATHS,
         });
-        let service = match semantic {
-            Some(model) => service.with_semantic(workspace_core::service::Semantic::On(model)),
+        let embedded = semantic.map(|inner| {
+            Arc::new(CountingEmbedder {
+                inner,
+                texts: Default::default(),
+            })
+        });
+        let service = match &embedded {
+            Some(model) => {
+                service.with_semantic(workspace_core::service::Semantic::On(model.clone()))
+            }
             None => service,
         };
         Self {
@@ -479,6 +518,7 @@ impl Harness {
             bodies: backend.bodies,
             secrets: backend.secrets,
             clock,
+            embedded,
             remote: None,
             _guard: backend.guard,
         }
@@ -501,6 +541,7 @@ impl Harness {
             bodies,
             secrets,
             clock,
+            embedded,
             remote,
             _guard,
         } = self;
@@ -514,6 +555,7 @@ impl Harness {
             bodies,
             secrets,
             clock,
+            embedded,
             remote,
             _guard,
         }

@@ -196,6 +196,7 @@ macro_rules! semantic_tests {
         $crate::semantic_tests!(@cases $make;
             a_write_is_found_by_meaning_by_the_very_next_search,
             a_markdown_section_is_the_passage_that_matches,
+            an_edit_re_embeds_only_the_passages_it_changed,
             a_snapshot_is_searched_by_meaning_as_it_was,
             no_passage_of_another_workspace_or_a_hidden_path_ever_ranks,
             a_redacted_secret_is_never_embedded,

@@ -168,6 +168,61 @@ pub async fn a_markdown_section_is_the_passage_that_matches(h: Harness) {
     assert!(hit_paths(&one).len() <= 1);
 }
 
+/// An edit re-embeds only the passages it changed: the others keep their vectors, and the
+/// file still ranks by every section, the new one included.
+pub async fn an_edit_re_embeds_only_the_passages_it_changed(h: Harness) {
+    let counted = h
+        .embedded
+        .clone()
+        .expect("a semantic harness counts what it embeds");
+    let sections = |expenses: &str| {
+        format!(
+            "# Handbook\n\n## Vacation\nEveryone gets twenty-five days off a year; book them in the calendar a month ahead.\n\n## Expense reports\n{expenses}\n\n## Security badges\nWear your badge at all times inside the office and report a lost one to reception the same day.\n"
+        )
+    };
+    let first = sections("Keep every receipt and hand them in at the end of the quarter.");
+    h.put(KEY_A, "docs/handbook.md", &first).await.assert_ok();
+    by_meaning(&h, KEY_A, "days off", "semantic", &[]).await;
+    let embedded = counted.take();
+    // The title and three sections, then the query.
+    assert_eq!(embedded.len(), 5, "{embedded:#?}");
+
+    let second = sections("Submit taxi and train fares within thirty days; finance pays them back with the next salary.");
+    h.put(KEY_A, "docs/handbook.md", &second).await.assert_ok();
+    let found = by_meaning(
+        &h,
+        KEY_A,
+        "how do I get reimbursed for a cab ride",
+        "semantic",
+        &[],
+    )
+    .await;
+    let embedded = counted.take();
+    assert_eq!(
+        embedded.len(),
+        2,
+        "the changed section and the query: {embedded:#?}"
+    );
+    assert!(
+        embedded[0].contains("taxi and train fares"),
+        "{embedded:#?}"
+    );
+    let hit = &found["hits"][0];
+    assert_eq!(hit["path"], "docs/handbook.md", "{found}");
+    assert_eq!(hit["passage"]["startLine"], 6, "{hit}");
+    // The kept sections still rank as before.
+    let kept = by_meaning(&h, KEY_A, "lost my office badge", "semantic", &[]).await;
+    assert_eq!(kept["hits"][0]["path"], "docs/handbook.md", "{kept}");
+    assert_eq!(kept["hits"][0]["passage"]["startLine"], 9, "{kept}");
+    let days = by_meaning(&h, KEY_A, "how much vacation do we get", "semantic", &[]).await;
+    assert_eq!(days["hits"][0]["passage"]["startLine"], 3, "{days}");
+    // Lines moved: the same section text at other lines is still found at its new lines.
+    let moved = format!("# Preface\n\nRead this first.\n\n{second}");
+    h.put(KEY_A, "docs/handbook.md", &moved).await.assert_ok();
+    let found = by_meaning(&h, KEY_A, "lost my office badge", "semantic", &[]).await;
+    assert_eq!(found["hits"][0]["passage"]["startLine"], 13, "{found}");
+}
+
 pub async fn a_snapshot_is_searched_by_meaning_as_it_was(h: Harness) {
     seed(&h).await;
     h.put(KEY_A, BACKOFF, BACKOFF_TEXT).await.assert_ok();

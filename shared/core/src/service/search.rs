@@ -744,14 +744,18 @@ impl WorkspaceService {
 
     /// Applies `changes` to the index, embedding the passages of every text among them in
     /// one run of the model (when it is loaded); at most `max_passages` are embedded when
-    /// given (the files past it are indexed without passages). How many it applied.
+    /// given (the files past it are indexed without passages). A passage whose text the
+    /// index already embedded for the same path keeps that vector ([`kept_vectors`]), so an
+    /// edit re-embeds only the passages it touched. How many it applied.
     async fn apply_changes(
         &self,
         index: &mut dyn TextIndex,
         changes: Vec<Change>,
         max_passages: Option<usize>,
     ) -> Result<u64> {
-        let mut cuts: Vec<Vec<crate::search::passages::Passage>> = Vec::new();
+        // Per change, its passages, each with the vector it keeps (None: to embed).
+        type Cut = Vec<(crate::search::passages::Passage, Option<Vec<f32>>)>;
+        let mut cuts: Vec<Cut> = Vec::new();
         let mut texts: Vec<String> = Vec::new();
         if let Semantic::On(_) = &self.semantic {
             for change in &changes {
@@ -766,17 +770,25 @@ impl WorkspaceService {
                         let room =
                             max_passages.map_or(usize::MAX, |m| m.saturating_sub(texts.len()));
                         cut.truncate(room);
-                        cut
+                        let mut kept = kept_vectors(index, path)?;
+                        cut.into_iter()
+                            .map(|p| {
+                                let vector = kept.remove(&p.text);
+                                if vector.is_none() {
+                                    texts.push(p.text.clone());
+                                }
+                                (p, vector)
+                            })
+                            .collect()
                     }
                     _ => Vec::new(),
                 };
-                texts.extend(cut.iter().map(|p| p.text.clone()));
                 cuts.push(cut);
             }
         }
         let mut vectors = match &self.semantic {
-            Semantic::On(e) => embed(e, texts).await?.into_iter(),
-            Semantic::Off(_) => Vec::new().into_iter(),
+            Semantic::On(e) if !texts.is_empty() => embed(e, texts).await?.into_iter(),
+            _ => Vec::new().into_iter(),
         };
         let mut applied = 0u64;
         for (i, change) in changes.into_iter().enumerate() {
@@ -792,14 +804,16 @@ impl WorkspaceService {
                     let embedded: Vec<PassageVector> = match reuse {
                         Some(v) => v,
                         None => cuts
-                            .get(i)
+                            .get_mut(i)
                             .map(|cut| {
-                                cut.iter()
-                                    .zip(vectors.by_ref())
-                                    .map(|(p, vector)| PassageVector {
-                                        start_line: p.start_line,
-                                        end_line: p.end_line,
-                                        vector,
+                                cut.drain(..)
+                                    .filter_map(|(p, kept)| {
+                                        let vector = kept.or_else(|| vectors.next())?;
+                                        Some(PassageVector {
+                                            start_line: p.start_line,
+                                            end_line: p.end_line,
+                                            vector,
+                                        })
                                     })
                                     .collect()
                             })
@@ -992,6 +1006,36 @@ fn span(n: &NearPassage) -> PassageSpan {
         start_line: n.start_line,
         end_line: n.end_line,
     }
+}
+
+/// The vectors the index holds for `path`'s passages, by the text the model read: the
+/// passages of the text it indexed, cut again (the same cut gives the same passages),
+/// paired with its vectors when both are whole. Empty when it holds none of the path, or
+/// fewer vectors than passages (a snapshot's index that stopped embedding at its cap).
+fn kept_vectors(
+    index: &mut dyn TextIndex,
+    path: &str,
+) -> Result<std::collections::HashMap<String, Vec<f32>>> {
+    let Some((_, old_text)) = index.text(path)? else {
+        return Ok(Default::default());
+    };
+    let Some((_, old_vectors)) = index.passages(path)? else {
+        return Ok(Default::default());
+    };
+    let old_cut = passages(path, &old_text);
+    let whole = old_cut.len() == old_vectors.len()
+        && old_cut
+            .iter()
+            .zip(&old_vectors)
+            .all(|(p, v)| (p.start_line, p.end_line) == (v.start_line, v.end_line));
+    if !whole {
+        return Ok(Default::default());
+    }
+    Ok(old_cut
+        .into_iter()
+        .zip(old_vectors)
+        .map(|(p, v)| (p.text, v.vector))
+        .collect())
 }
 
 /// Semantic mode: each file's best passage, by cosine similarity.
