@@ -417,6 +417,44 @@ async fn small_files_cost_one_dynamodb_request_and_no_s3_request() {
         log.calls()
     );
 
+    // A read through a fork (the file unchanged since the fork: read at the fork's point in
+    // its parent) and the memory tool's view: no S3 request either. Creating the fork puts
+    // its one empty marker object (the orphan sweep finds forks by it).
+    svc.put(&who(), put("memories/plan.md", "step one", None))
+        .await
+        .unwrap();
+    log.reset();
+    let fork = svc
+        .create_fork(&who(), workspace_core::service::ForkRequest::default())
+        .await
+        .unwrap();
+    let s3: Vec<String> = log
+        .calls()
+        .into_iter()
+        .filter(|c| c.starts_with("S3."))
+        .collect();
+    assert_eq!(s3, ["S3.PutObject"]);
+    let in_fork = Identity::read_write(
+        Scope::new(who().scope.tenant.clone(), fork.workspace.clone()),
+        "alice",
+    );
+    log.reset();
+    let through_fork = svc.get(&in_fork, &path, None).await.unwrap();
+    assert_eq!(through_fork.content, at_threshold.as_bytes());
+    let view = workspace_core::memory::MemoryCommand::parse(
+        &serde_json::json!({"command": "view", "path": "/memories/plan.md"}),
+    )
+    .unwrap();
+    let answer = workspace_core::memory::execute(&svc, &who(), &view)
+        .await
+        .unwrap();
+    assert!(answer.content.contains("step one"), "{}", answer.content);
+    assert!(
+        log.calls().iter().all(|c| c.starts_with("DynamoDB.")),
+        "{:?}",
+        log.calls()
+    );
+
     // Redaction happens before the body reaches DynamoDB: a registered secret written into
     // a small file is in no item, as text or bytes.
     let secrets = DynamoSecrets::new(env.clients.dynamodb.clone(), &env.table);
