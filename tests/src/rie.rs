@@ -44,6 +44,24 @@ impl Sam {
         self.roles = roles;
         self
     }
+
+    /// The functions that carry the model layer (their template environment names its folder,
+    /// `/opt/all-minilm-l6-v2`, in `WORKSPACE_MODEL_DIR`) load this host's installed model
+    /// from `dir` instead, as they would load the layer on Lambda.
+    pub fn with_model(mut self, dir: &str) -> Self {
+        for (_, env) in self.functions.values_mut() {
+            if let Some(folder) = env.get_mut("WORKSPACE_MODEL_DIR") {
+                *folder = dir.to_owned();
+            }
+        }
+        self
+    }
+}
+
+/// The installed embedding model's folder (`WORKSPACE_MODEL_DIR`: tests/run.sh installs it).
+pub fn installed_model() -> String {
+    std::env::var("WORKSPACE_MODEL_DIR")
+        .expect("WORKSPACE_MODEL_DIR names the installed model (tests/run.sh installs it)")
 }
 
 /// `events/env.json` as committed, its `Parameters` changed by `overrides` (the emulator's

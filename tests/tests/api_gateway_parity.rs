@@ -2566,7 +2566,10 @@ async fn the_functions_behind_api_gateway_answer_as_the_local_server() {
         .to_owned();
     let routed: BTreeSet<String> = gateway.routes.iter().map(|r| r.function.clone()).collect();
     let (emulated, local_bin) = tokio::task::spawn_blocking(move || {
-        let sam = rie::sam_local(&env_json).under_roles(roles);
+        // The model on both sides: the functions' layer, the local server's install.
+        let sam = rie::sam_local(&env_json)
+            .under_roles(roles)
+            .with_model(&rie::installed_model());
         let _ = std::fs::remove_file(&env_json);
         let bin_dir = rie::build_bootstraps(&sam);
         let local_bin = build_local_server();
@@ -2586,6 +2589,7 @@ async fn the_functions_behind_api_gateway_answer_as_the_local_server() {
             ("WORKSPACE_SESSION_TOKEN_KEY", session_key.as_str()),
             // The browser origin events/env.json allows the mcp function too.
             ("WORKSPACE_MCP_ALLOWED_ORIGINS", MCP_ORIGIN),
+            ("WORKSPACE_MODEL_DIR", rie::installed_model().as_str()),
         ],
     );
     let mut functions = Functions {

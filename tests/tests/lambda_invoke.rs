@@ -165,16 +165,15 @@ async fn every_recorded_event_runs_through_its_function_binary() {
     );
     // The functions that search carry the embedding model, as the model layer gives them
     // on Lambda (`WORKSPACE_MODEL_DIR`; tests/run.sh installs it).
-    let model = std::env::var("WORKSPACE_MODEL_DIR")
-        .expect("WORKSPACE_MODEL_DIR names the installed model (tests/run.sh installs it)");
+    let model = rie::installed_model();
     let (sam, bin_dir) = tokio::task::spawn_blocking(move || {
-        let mut sam = sam_local(&env_json).under_roles(roles);
+        let sam = sam_local(&env_json).under_roles(roles).with_model(&model);
         for id in ["SearchFunction", "IndexerFunction", "McpFunction"] {
-            let (_, env) = sam
-                .functions
-                .get_mut(id)
-                .expect("a function of the template");
-            env.insert("WORKSPACE_MODEL_DIR".to_owned(), model.clone());
+            assert_eq!(
+                sam.functions[id].1.get("WORKSPACE_MODEL_DIR"),
+                Some(&model),
+                "{id} carries the model layer"
+            );
         }
         let bin_dir = build_bootstraps(&sam);
         (sam, bin_dir)
