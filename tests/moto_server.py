@@ -65,7 +65,8 @@ def _one_copy_per_table() -> None:
             return real_deepcopy(x, memo)
 
         # The models module calls `copy.deepcopy`; give it, for this call only, a `copy`
-        # whose deepcopy shares one copy per table. The server is single-threaded.
+        # whose deepcopy shares one copy per table. The app runs one request at a time
+        # (`_one_at_a_time`), so no other request sees the swap.
         dynamodb_models.copy = type("copy", (), {"deepcopy": staticmethod(deepcopy)})
         try:
             return original(self, transact_items)
@@ -116,8 +117,9 @@ def _self_signed(folder: str) -> tuple[str, str]:
 
 
 def _one_at_a_time(app):  # type: ignore[no-untyped-def]
-    """The WSGI app behind a lock, its response read inside it: two listeners (HTTP and
-    HTTPS) each on their own thread still reach moto one request at a time."""
+    """The WSGI app behind a lock, its response read inside it: every connection of both
+    listeners (HTTP and HTTPS), each on its own thread, still reaches moto one request at a
+    time."""
     lock = threading.Lock()
 
     def serialized(environ, start_response):  # type: ignore[no-untyped-def]
@@ -169,11 +171,16 @@ def main() -> None:
     app = _one_at_a_time(DomainDispatcherApplication(create_backend_app))
 
     def serve(ssl_context):  # type: ignore[no-untyped-def]
+        # A thread per connection for the TLS handshake and reading the request; the lock
+        # above still runs the app one request at a time. A single-threaded listener left
+        # every other client's TLS handshake waiting in the backlog while it served one
+        # request, and a function's SDK gives up connecting after 3.1 s: the likely cause of
+        # the gateway tests' rare "HTTP connect timeout" 500s and Lambda timeouts.
         return make_server(
             "127.0.0.1",
             0,
             app,
-            threaded=False,
+            threaded=True,
             request_handler=MotoRequestHandler,
             ssl_context=ssl_context,
         )
