@@ -116,11 +116,34 @@ def _self_signed(folder: str) -> tuple[str, str]:
     return cert_path, key_path
 
 
+class _InOrder:
+    """A lock granted in the order it was asked for. threading.Lock is not: a request that
+    arrived later could overtake one waiting, and the call-budget tests, which measure how
+    many round trips a client waits for in sequence, would see two calls the client sent side
+    by side served out of turn (a single-threaded listener served them in arrival order)."""
+
+    def __init__(self) -> None:
+        self._turns = threading.Condition()
+        self._next_ticket = 0
+        self._serving = 0
+
+    def __enter__(self) -> None:
+        with self._turns:
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            self._turns.wait_for(lambda: self._serving == ticket)
+
+    def __exit__(self, *exc: object) -> None:
+        with self._turns:
+            self._serving += 1
+            self._turns.notify_all()
+
+
 def _one_at_a_time(app):  # type: ignore[no-untyped-def]
     """The WSGI app behind a lock, its response read inside it: every connection of both
     listeners (HTTP and HTTPS), each on its own thread, still reaches moto one request at a
-    time."""
-    lock = threading.Lock()
+    time, in the order the requests arrived."""
+    lock = _InOrder()
 
     def serialized(environ, start_response):  # type: ignore[no-untyped-def]
         with lock:
