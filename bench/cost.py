@@ -462,9 +462,11 @@ def render(calls, prices, template, limits):
         "search index up (fn-mcp also serves the search tool)."
     )
     w(
-        "- **Forks and merges grow with files.** Creating a fork pins each live file "
-        "(one `UpdateItem` each, no S3 call); a merge reads and uploads each merged body "
-        "and commits them in one transaction (3 items a file)."
+        "- **A fork costs the same whatever its files; a merge grows with what changed.** "
+        "Creating a fork is one swap of the workspace's point registry (the fork's record "
+        "and its point in one `TransactWriteItems`) and one empty S3 object the orphan sweep "
+        "finds it by; a merge reads each changed path's base and parent and commits them "
+        "(3 items a file), in one transaction while they fit."
     )
     w("")
     inline_section(w, ops, p, fns, template, versions)
