@@ -119,10 +119,18 @@ pub async fn a_write_is_found_by_meaning_by_the_very_next_search(h: Harness) {
     }
 }
 
+/// A Markdown handbook: a title and three sections (vacation, lines 3-5; expense reports
+/// with `expenses`, lines 6-8; security badges, lines 9-10).
+fn handbook(expenses: &str) -> String {
+    format!(
+        "# Handbook\n\n## Vacation\nEveryone gets twenty-five days off a year; book them in the calendar a month ahead.\n\n## Expense reports\n{expenses}\n\n## Security badges\nWear your badge at all times inside the office and report a lost one to reception the same day.\n"
+    )
+}
+
 pub async fn a_markdown_section_is_the_passage_that_matches(h: Harness) {
     seed(&h).await;
-    let handbook = "# Handbook\n\n## Vacation\nEveryone gets twenty-five days off a year; book them in the calendar a month ahead.\n\n## Expense reports\nKeep every receipt. Submit travel costs such as taxis, trains and hotels within thirty days, and finance pays them back with the next salary.\n\n## Security badges\nWear your badge at all times inside the office and report a lost one to reception the same day.\n";
-    h.put(KEY_A, "docs/handbook.md", handbook).await.assert_ok();
+    let text = handbook("Keep every receipt. Submit travel costs such as taxis, trains and hotels within thirty days, and finance pays them back with the next salary.");
+    h.put(KEY_A, "docs/handbook.md", &text).await.assert_ok();
     let found = by_meaning(
         &h,
         KEY_A,
@@ -175,19 +183,14 @@ pub async fn an_edit_re_embeds_only_the_passages_it_changed(h: Harness) {
         .embedded
         .clone()
         .expect("a semantic harness counts what it embeds");
-    let sections = |expenses: &str| {
-        format!(
-            "# Handbook\n\n## Vacation\nEveryone gets twenty-five days off a year; book them in the calendar a month ahead.\n\n## Expense reports\n{expenses}\n\n## Security badges\nWear your badge at all times inside the office and report a lost one to reception the same day.\n"
-        )
-    };
-    let first = sections("Keep every receipt and hand them in at the end of the quarter.");
+    let first = handbook("Keep every receipt and hand them in at the end of the quarter.");
     h.put(KEY_A, "docs/handbook.md", &first).await.assert_ok();
     by_meaning(&h, KEY_A, "days off", "semantic", &[]).await;
     let embedded = counted.take();
     // The title and three sections, then the query.
     assert_eq!(embedded.len(), 5, "{embedded:#?}");
 
-    let second = sections("Submit taxi and train fares within thirty days; finance pays them back with the next salary.");
+    let second = handbook("Submit taxi and train fares within thirty days; finance pays them back with the next salary.");
     h.put(KEY_A, "docs/handbook.md", &second).await.assert_ok();
     let found = by_meaning(
         &h,
