@@ -124,14 +124,33 @@ fn quantize(v: &[f32]) -> (f32, Vec<i8>) {
     (scale, v.iter().map(|x| (x / scale).round() as i8).collect())
 }
 
-/// `query · (codes × scale)`.
-fn dot(query: &[f32], codes: &[i8], scale: f32) -> f32 {
+/// A query's embedding as 16-bit codes and one scale, so each passage's score is an integer
+/// dot product: integer sums may be reordered, so the compiler turns them into vector
+/// instructions, which it may not do with a running f32 sum. A search scans every passage in
+/// scope (46,294 at the 10,000-file bench corpus): 10.3 ms with f32 at opt-level 3 (26.5 at
+/// the release profile's "z"), 2.6 ms with these (7.3). The query's codes keep 15 bits, far
+/// finer than the passages' 8, and stay small enough that no sum can overflow an i32.
+fn quantize_query(query: &[f32]) -> (f32, Vec<i16>) {
+    let max = query.iter().fold(0f32, |m, x| m.max(x.abs()));
+    // |code| ≤ top and |passage code| ≤ 127, so a sum of `len` products fits in an i32.
+    let top = (i32::MAX as usize / (127 * query.len().max(1))).min(i16::MAX as usize) as f32;
+    if max == 0.0 || top < 1.0 {
+        return (0.0, vec![0; query.len()]);
+    }
+    let scale = max / top;
+    (
+        scale,
+        query.iter().map(|x| (x / scale).round() as i16).collect(),
+    )
+}
+
+/// The integer dot product of a query's codes with a passage's ([`quantize_query`]).
+fn dot(query: &[i16], codes: &[i8]) -> i32 {
     query
         .iter()
         .zip(codes)
-        .map(|(q, &c)| q * f32::from(c))
-        .sum::<f32>()
-        * scale
+        .map(|(&q, &c)| i32::from(q) * i32::from(c))
+        .sum()
 }
 
 /// An FTS5 phrase: the text in double quotes, quotes doubled.
@@ -589,6 +608,7 @@ impl TextIndex for SqliteIndex {
         admit: &dyn Fn(&str) -> bool,
     ) -> Result<Vec<NearPassage>> {
         let dims = query.len();
+        let (query_scale, query) = quantize_query(query);
         let map = self.load_vectors()?;
         let end = prefix_end(prefix);
         let range = map.range::<str, _>((
@@ -606,7 +626,9 @@ impl TextIndex for SqliteIndex {
                 .chunks_exact(dims)
                 .zip(&f.scales)
                 .zip(&f.spans)
-                .map(|((codes, &scale), span)| (dot(query, codes, scale), span))
+                .map(|((codes, &scale), span)| {
+                    (dot(&query, codes) as f32 * query_scale * scale, span)
+                })
                 .max_by(|a, b| a.0.total_cmp(&b.0));
             if let Some((score, &(start_line, end_line))) = best {
                 let score = f64::from(score);
@@ -833,6 +855,32 @@ mod tests {
     }
 
     #[test]
+    fn a_passage_scores_as_its_float_dot_product_and_no_sum_overflows() {
+        for len in [1usize, 7, 384, 1024] {
+            let query: Vec<f32> = (0..len).map(|i| ((i as f32) * 0.37).sin() * 0.1).collect();
+            let (scale, codes) = quantize(&query.iter().map(|x| x.cos()).collect::<Vec<_>>());
+            let float: f32 = query
+                .iter()
+                .zip(&codes)
+                .map(|(q, &c)| q * f32::from(c) * scale)
+                .sum();
+            let (query_scale, query_codes) = quantize_query(&query);
+            let integer = dot(&query_codes, &codes) as f32 * query_scale * scale;
+            assert!(
+                (integer - float).abs() <= 1e-4 * float.abs().max(1.0),
+                "{len}: {integer} against {float}"
+            );
+        }
+        // The largest codes on both sides, at a model size far past this one's.
+        let (_, extreme) = quantize_query(&vec![1.0; 4096]);
+        assert_eq!(
+            i64::from(dot(&extreme, &vec![127; 4096])),
+            extreme.iter().map(|&q| i64::from(q) * 127).sum::<i64>()
+        );
+        assert_eq!(quantize_query(&[0.0; 4]), (0.0, vec![0; 4]));
+    }
+
+    #[test]
     fn nearest_ranks_each_file_by_its_best_passage_and_follows_every_change() {
         let mut index = SqliteIndex::in_memory().unwrap();
         index.begin().unwrap();
@@ -948,7 +996,9 @@ mod tests {
         let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         let v: Vec<f32> = v.iter().map(|x| x / n).collect();
         let (scale, codes) = quantize(&v);
-        assert!((dot(&v, &codes, scale) - 1.0).abs() < 1e-3);
+        let (query_scale, query) = quantize_query(&v);
+        let cosine = dot(&query, &codes) as f32 * query_scale * scale;
+        assert!((cosine - 1.0).abs() < 1e-3, "{cosine}");
         assert_eq!(quantize(&[0.0, 0.0]).0, 0.0);
     }
 
