@@ -401,6 +401,9 @@ def test_live_update_from_a_write_outside_the_browser(page, server, api, ws):
     api.put("other.md", "other\n")
     sign_in(page, server, ws)
     expect(page.get_by_text("Live: changes show as they happen")).to_be_visible()
+    # The list is loaded before the agent writes, as a person would see it: a list that
+    # loads after the write already shows it, and the screen rightly announces nothing.
+    expect(page.get_by_role("link", name="other.md")).to_be_visible()
     # The Files screen says so, without a reload.
     api.put("other.md", "other, changed by an agent\n")
     notice = page.get_by_role("status").filter(has_text="other.md was changed by apikey:1 (version 2).")
